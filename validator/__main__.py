@@ -1,0 +1,5 @@
+import sys
+
+from validator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,72 @@
+"""Command line: `python -m validator [PATH ...]` and `python -m validator rules`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from validator import sbatch
+from validator.engine import Options, UsageError, validate
+from validator.findings import InternalFailure
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNUSABLE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m validator",
+        description="Validate Slurm smoke-test presets (preset folders, preset.yaml files) or any sbatch script.",
+        epilog="Exit codes: 0 clean, 1 findings, 2 unusable input or usage, 3 internal failure. "
+               "'python -m validator rules' lists the rules.")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="preset folder, preset.yaml or sbatch script (default: every preset under presets/)")
+    p.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
+    p.add_argument("--slurm-version", default=sbatch.releases()[0], choices=sbatch.releases(),
+                   help="Slurm release whose sbatch options are accepted (default: %(default)s, the oldest supported)")
+    p.add_argument("--select", action="append", default=[], metavar="RULE",
+                   help="report only these rules (ids, globs like 'sbatch-*' or 'SC2*'; repeatable, comma-separated)")
+    p.add_argument("--ignore", action="append", default=[], metavar="RULE", help="do not report these rules")
+    p.add_argument("--no-shellcheck", action="store_true", help="skip shellcheck (faster, less thorough)")
+    p.add_argument("--summary", action="store_true", help="print a one-line summary on stderr")
+    return p
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    return tuple(v for item in values for v in item.split(",") if v)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["rules"]:
+        from validator.rules import RULES
+        for rule in RULES:
+            print(f"{rule.id:34} {rule.severity:8} {rule.description}")
+        return EXIT_CLEAN
+    if argv[:1] == ["plan"]:
+        from validator.plan_cli import main as plan_main
+        return plan_main(argv[1:])
+    args = _parser().parse_args(argv)
+    options = Options(release=args.slurm_version, select=_split(args.select), ignore=_split(args.ignore),
+                      shellcheck=not args.no_shellcheck)
+    try:
+        findings = validate(args.paths, options)
+    except UsageError as exc:
+        print(f"validator: error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except InternalFailure as exc:
+        print(f"validator: internal failure: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # a bug in a rule must not look like a clean run
+        import traceback
+        print(f"validator: internal failure ({type(exc).__name__}: {exc}); please report this with:",
+              file=sys.stderr)
+        traceback.print_exc(limit=-3)
+        return EXIT_INTERNAL
+    from validator.output import render
+    sys.stdout.write(render(findings, args.format))
+    if args.summary:
+        counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+        status = "clean" if not findings else ", ".join(f"{n} {s}(s)" for s, n in counts.items() if n)
+        print(f"validator: {status} (Slurm {args.slurm_version})", file=sys.stderr)
+    if any(f.unusable for f in findings):
+        return EXIT_UNUSABLE
+    return EXIT_FINDINGS if findings else EXIT_CLEAN

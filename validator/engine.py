@@ -1,0 +1,147 @@
+"""Discovering targets, running every rule and shellcheck, and filtering the findings."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from validator import rules as registry
+from validator.findings import Finding
+from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
+from validator.shellcheck import run_shellcheck
+from validator.suppress import parse_suppressions
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit code 2."""
+
+
+@dataclass
+class Options:
+    release: str = "22.05"
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    shellcheck: bool = True
+
+
+def find_root(start: Path) -> Path:
+    """The repository the inputs belong to: the nearest folder with presets/ or .git, else cwd."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / "presets").is_dir() or (folder / ".git").exists():
+            return folder
+    return Path.cwd().resolve()
+
+
+def discover(paths: list[str]) -> list[tuple[str, Path]]:
+    """('preset', folder) or ('script', file) for each input."""
+    found: list[tuple[str, Path]] = []
+    if not paths:
+        presets = Path("presets")
+        if not presets.is_dir():
+            raise UsageError("no path given and no presets/ folder here")
+        folders = sorted(p for p in presets.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if not folders:
+            raise UsageError("presets/ holds no preset folders")
+        return [("preset", p) for p in folders]
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            if (path / MANIFEST_NAME).exists() or (path / SCRIPT_NAME).exists() or os.path.lexists(path / MANIFEST_NAME):
+                found.append(("preset", path))
+            else:
+                subs = sorted(p for p in path.iterdir() if p.is_dir() and (p / MANIFEST_NAME).exists())
+                if not subs:
+                    raise UsageError(f"{raw}: folder holds no {MANIFEST_NAME} and no preset folders")
+                found.extend(("preset", p) for p in subs)
+        elif path.name == MANIFEST_NAME:
+            found.append(("preset", path.parent))
+        elif os.path.lexists(path):
+            found.append(("script", path))
+        else:
+            raise UsageError(f"{raw}: no such file or folder")
+    return found
+
+
+def _applies(rule, target: Target) -> bool:
+    if rule.scope == "any":
+        return True
+    if rule.scope == "script":
+        return target.script is not None
+    if rule.scope in ("manifest", "preset"):
+        return target.preset is not None
+    return False
+
+
+def validate(paths: list[str], options: Options) -> list[Finding]:
+    targets: list[Target] = []
+    for kind, path in discover(paths):
+        root = find_root(path)
+        if kind == "preset":
+            preset, problems = load_preset(path, root, options.release)
+            target = Target(script=preset.script, preset=preset, repo_root=root, release=options.release)
+        else:
+            script, problems = load_script(path, root, options.release)
+            target = Target(script=script, repo_root=root, release=options.release)
+        if target.preset and target.preset.document:
+            problems = problems + target.preset.document.problems
+        for source in _texts(target):
+            problems = problems + parse_suppressions(source.text, source.display)[2]
+        target.load_problems = list(problems)
+        targets.append(target)
+
+    scripts = [t.script for t in targets if t.script is not None]
+    findings: list[Finding] = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # shellcheck runs in its own processes while this thread runs the Python rules.
+        pending = pool.submit(run_shellcheck, [s.display for s in scripts]) if options.shellcheck else None
+        for target in targets:
+            findings.extend(_run_rules(target))
+        if pending is not None:
+            findings.extend(pending.result())
+
+    return _filter(findings, targets, options)
+
+
+def _run_rules(target: Target) -> list[Finding]:
+    out = []
+    for rule in registry.RULES:
+        if not _applies(rule, target):
+            continue
+        for item in rule.check(target):
+            if isinstance(item, Finding):
+                out.append(item)
+            else:
+                display, line, col, message = item
+                out.append(Finding(display, line, col, rule.severity, rule.id, message))
+    return out
+
+
+def _filter(findings: list[Finding], targets: list[Target], options: Options) -> list[Finding]:
+    suppressions = {}
+    for target in targets:
+        for source in _texts(target):
+            by_line, whole, _ = parse_suppressions(source.text, source.display)
+            suppressions[source.display] = (by_line, whole)
+    kept = []
+    for finding in sorted(set(findings)):
+        if options.select and not registry.matches(finding.rule, list(options.select)):
+            continue
+        if options.ignore and registry.matches(finding.rule, list(options.ignore)):
+            continue
+        by_line, whole = suppressions.get(finding.path, ({}, set()))
+        if finding.rule != "suppression-reason" and (
+                registry.matches(finding.rule, list(whole))
+                or registry.matches(finding.rule, list(by_line.get(finding.line, ())))):
+            continue
+        kept.append(finding)
+    return kept
+
+
+def _texts(target: Target):
+    """The readable sources of a target that may carry inline suppressions."""
+    if target.script is not None:
+        yield target.script.source
+    if target.preset is not None and target.preset.manifest_source.usable:
+        yield target.preset.manifest_source

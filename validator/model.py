@@ -1,0 +1,98 @@
+"""What the validator checks: a preset folder (manifest, script, README) or a lone sbatch script."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from validator import sbatch
+from validator.source import Source, read_source
+from validator.yamlload import Document, load_yaml
+
+SCRIPT_NAME = "train.sbatch"
+MANIFEST_NAME = "preset.yaml"
+README_NAME = "README.md"
+
+# `# validator: spank=pyxis` declares a SPANK plugin for a script that has no manifest.
+_SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
+
+
+@dataclass
+class Script:
+    source: Source
+    spank: tuple[str, ...] = ()
+    release: str | None = None
+    in_preset: bool = False
+
+    @property
+    def display(self) -> str:
+        return self.source.display
+
+    @cached_property
+    def parsed(self) -> sbatch.SbatchScript:
+        declared = set(self.spank)
+        for line in (self.source.text or "").splitlines()[:200]:
+            m = _SPANK_DECL.search(line)
+            if m:
+                declared.update(m.group(1).split(","))
+        return sbatch.parse_script(self.source.text or "", tuple(sorted(declared)), self.release)
+
+    @cached_property
+    def shell(self):
+        from validator.shell import parse_shell  # tree-sitter is loaded only when a rule needs it
+        return parse_shell(self.source.text or "")
+
+
+@dataclass
+class Preset:
+    folder: Path
+    manifest_source: Source
+    document: Document | None
+    script: Script | None
+    readme: Source | None
+
+    @property
+    def manifest(self) -> dict | None:
+        if self.document is None or not isinstance(self.document.data, dict):
+            return None
+        return self.document.data
+
+    @property
+    def display(self) -> str:
+        return self.manifest_source.display
+
+
+@dataclass
+class Target:
+    """One unit of validation handed to every rule."""
+    script: Script | None = None
+    preset: Preset | None = None
+    repo_root: Path = field(default_factory=Path.cwd)
+    release: str = "22.05"
+
+
+def load_preset(folder: Path, root: Path, release: str) -> tuple[Preset, list]:
+    problems = []
+    manifest_src = read_source(folder / MANIFEST_NAME, root)
+    problems += manifest_src.problems
+    document = None
+    spank: tuple[str, ...] = ()
+    if manifest_src.usable:
+        document = load_yaml(manifest_src.text, manifest_src.display)
+        data = document.data if isinstance(document.data, dict) else {}
+        slurm = data.get("slurm") if isinstance(data.get("slurm"), dict) else {}
+        declared = slurm.get("spank") if isinstance(slurm.get("spank"), list) else []
+        spank = tuple(str(x) for x in declared)
+    script_src = read_source(folder / SCRIPT_NAME, root)
+    problems += script_src.problems
+    script = Script(script_src, spank, release, in_preset=True) if script_src.usable else None
+    readme_path = folder / README_NAME
+    readme = read_source(readme_path, root)
+    problems += readme.problems
+    return Preset(folder, manifest_src, document, script, readme if readme.usable else None), problems
+
+
+def load_script(path: Path, root: Path, release: str) -> tuple[Script | None, list]:
+    src = read_source(path, root)
+    return (Script(src, (), release) if src.usable else None), src.problems

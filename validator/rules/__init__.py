@@ -1,0 +1,60 @@
+"""The registry: every rule the validator knows, one module each."""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+# Order is the order rules run and are listed in; findings are sorted by position anyway.
+RULE_MODULES = [
+    "input_unreadable", "input_symlink_escape", "input_not_regular", "input_too_large",
+    "input_empty", "input_binary", "input_encoding",
+    "yaml_syntax", "yaml_duplicate_key", "yaml_alias", "yaml_tag", "yaml_key", "yaml_ambiguous_scalar",
+    "manifest_schema", "manifest_name",
+    "sbatch_shebang", "sbatch_crlf", "sbatch_unknown_option", "sbatch_abbreviated_option",
+    "sbatch_ambiguous_option", "sbatch_option_unavailable", "sbatch_bad_argument",
+    "sbatch_directive_after_command", "sbatch_lookalike", "sbatch_value_cut",
+    "sbatch_duplicate_option", "sbatch_exclusive_options",
+    "suppression_reason",
+]
+
+SCOPES = ("script", "manifest", "preset", "any")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    description: str
+    scope: str
+    module: ModuleType
+
+    def check(self, target):
+        return self.module.check(target)
+
+    @property
+    def good(self):
+        return self.module.GOOD
+
+    @property
+    def bad(self):
+        return self.module.BAD
+
+
+def _load() -> list[Rule]:
+    rules = []
+    for name in RULE_MODULES:
+        module = importlib.import_module(f"validator.rules.{name}")
+        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module))
+    return rules
+
+
+RULES: list[Rule] = _load()
+BY_ID = {rule.id: rule for rule in RULES}
+
+
+def matches(rule_id: str, patterns: list[str]) -> bool:
+    """A pattern is a rule id, a glob (`sbatch-*`, `SC2*`) or a prefix ending in '-'."""
+    return any(fnmatch.fnmatchcase(rule_id, p) or (p.endswith("-") and rule_id.startswith(p))
+               for p in patterns)

@@ -1,0 +1,16 @@
+"""sbatch refuses scripts with DOS line endings."""
+ID = "sbatch-crlf"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "CRLF (DOS) line endings: sbatch refuses the script."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\r\n#SBATCH --time=00:05:00\r\necho ok\r\n"}
+
+
+def check(target):
+    script = target.script
+    lines = script.parsed.crlf_lines
+    if lines:
+        first = lines[0]
+        yield (script.display, first, len(script.parsed.lines[first - 1]) + 1,
+               f"CRLF line ending ({len(lines)} line(s)); sbatch refuses DOS line endings: convert with dos2unix")

@@ -1,0 +1,15 @@
+"""Slurm stops reading directives at the first command: later #SBATCH lines are ignored."""
+ID = "sbatch-directive-after-command"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "An #SBATCH line after the first command is silently ignored by Slurm."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\nset -euo pipefail\n#SBATCH --time=00:05:00\necho ok\n"}
+
+
+def check(target):
+    parsed = target.script.parsed
+    for directive in parsed.ignored_directives:
+        yield (target.script.display, directive.line, 1,
+               f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
+               "move it above")

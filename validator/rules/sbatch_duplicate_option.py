@@ -1,0 +1,21 @@
+"""The same option twice: the last silently wins."""
+ID = "sbatch-duplicate-option"
+SEVERITY = "warning"
+SCOPE = "script"
+DESCRIPTION = "An #SBATCH option given twice; sbatch keeps the last one without a word."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH -t 00:10:00\necho ok\n"}
+REPEATABLE = {"constraint", "gres", "licenses", "dependency"}
+
+
+def check(target):
+    seen = {}
+    for option in target.script.parsed.options:
+        if option.name is None or option.name in REPEATABLE:
+            continue
+        if option.name in seen:
+            first = seen[option.name]
+            yield (target.script.display, option.line, option.col,
+                   f"--{option.name} is already set on line {first.line}; sbatch keeps only this one")
+        else:
+            seen[option.name] = option

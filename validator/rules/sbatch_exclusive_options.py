@@ -1,0 +1,34 @@
+"""Option pairs that sbatch rejects together or that contradict each other."""
+ID = "sbatch-exclusive-options"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "Mutually exclusive #SBATCH options (e.g. --mem with --mem-per-gpu, --requeue with --no-requeue)."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --mem=0 --mem-per-gpu=80G\necho ok\n"}
+
+# Groups of options of which at most one may be given.
+EXCLUSIVE = [
+    ("mem", "mem-per-cpu", "mem-per-gpu"),
+    ("requeue", "no-requeue"),
+    ("exclusive", "oversubscribe"),
+    ("nodelist", "nodefile"),
+    ("gpus-per-task", "ntasks-per-gpu"),
+    ("ntasks-per-node", "tasks-per-node"),
+    ("wrap",),
+]
+
+
+def check(target):
+    given = {}
+    for option in target.script.parsed.options:
+        if option.name:
+            given.setdefault(option.name, option)
+    if "wrap" in given:
+        o = given["wrap"]
+        yield (target.script.display, o.line, o.col, "--wrap replaces the script body; it has no place in a script")
+    for group in EXCLUSIVE:
+        present = [given[name] for name in group if name in given]
+        if len(present) > 1:
+            later = max(present, key=lambda o: (o.line, o.col))
+            names = " and ".join("--" + o.name for o in present)
+            yield (target.script.display, later.line, later.col, f"{names} are mutually exclusive")

@@ -1,0 +1,16 @@
+"""sbatch refuses a script whose first line is not a '#!' interpreter line."""
+ID = "sbatch-shebang"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "The script must start with a '#!' line (sbatch refuses it otherwise); bash is expected."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#SBATCH --time=00:05:00\necho ok\n"}
+
+
+def check(target):
+    script = target.script
+    first = script.parsed.lines[0] if script.parsed.lines else ""
+    if not first.startswith("#!"):
+        yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
+    elif "bash" not in first:
+        yield (script.display, 1, 1, f"interpreter '{first[2:].strip()}' is not bash; presets are bash scripts")

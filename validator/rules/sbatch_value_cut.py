@@ -1,0 +1,19 @@
+"""An unescaped '#' ends an #SBATCH line; an unclosed quote swallows the rest."""
+ID = "sbatch-value-cut"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "A directive value cut by an unescaped '#' (write '\\#'), or a quote left open."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00  # comments after a space are fine\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --comment=image=nvcr.io#nvidia/pytorch\necho ok\n"}
+
+
+def check(target):
+    for directive in target.script.parsed.directives + target.script.parsed.ignored_directives:
+        if directive.unterminated_quote:
+            yield (target.script.display, directive.line, 1, "quote left open in #SBATCH line")
+        if directive.cut_at is None:
+            continue
+        before = directive.text[directive.cut_at - 2] if directive.cut_at >= 2 else " "
+        if not before.isspace():
+            yield (target.script.display, directive.line, directive.cut_at,
+                   "unescaped '#' ends the directive here and drops the rest of the value; write '\\#'")

@@ -1,0 +1,13 @@
+"""Inline suppressions must say why."""
+ID = "suppression-reason"
+SEVERITY = "warning"
+SCOPE = "any"
+DESCRIPTION = "'# validator: disable=RULE' must carry a reason after ' -- '."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=launch-eval -- demo only\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=launch-eval\necho ok\n"}
+
+
+def check(target):
+    for finding in getattr(target, "load_problems", []):
+        if finding.rule == ID:
+            yield finding

@@ -1,0 +1,10 @@
+"""Anchors, aliases and merge keys are refused (alias bombs, hidden sharing)."""
+from validator.rules.base import loader_check
+
+ID = "yaml-alias"
+SEVERITY = "error"
+SCOPE = "manifest"
+DESCRIPTION = "Anchors, aliases and merge keys are refused (alias bombs, hidden sharing)."
+GOOD = {"preset.yaml": None}
+BAD = {"preset.yaml": ("replace", "schema_version: 1\n", "schema_version: &v 1\nx: *v\n")}
+check = loader_check(ID)

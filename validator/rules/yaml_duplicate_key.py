@@ -1,0 +1,10 @@
+"""Duplicate keys: YAML readers silently keep the last one."""
+from validator.rules.base import loader_check
+
+ID = "yaml-duplicate-key"
+SEVERITY = "error"
+SCOPE = "manifest"
+DESCRIPTION = "Duplicate keys: YAML readers silently keep the last one."
+GOOD = {"preset.yaml": None}
+BAD = {"preset.yaml": ("replace", "schema_version: 1\n", "schema_version: 1\nschema_version: 1\n")}
+check = loader_check(ID)

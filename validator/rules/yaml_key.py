@@ -1,0 +1,10 @@
+"""Mapping keys must be plain strings, not lists or mappings."""
+from validator.rules.base import loader_check
+
+ID = "yaml-key"
+SEVERITY = "error"
+SCOPE = "manifest"
+DESCRIPTION = "Mapping keys must be plain strings, not lists or mappings."
+GOOD = {"preset.yaml": None}
+BAD = {"preset.yaml": ("replace", "schema_version: 1\n", "schema_version: 1\n? [a, b]\n: 1\n")}
+check = loader_check(ID)

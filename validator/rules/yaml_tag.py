@@ -1,0 +1,10 @@
+"""Explicit YAML tags (!!python/..., !!int) are refused."""
+from validator.rules.base import loader_check
+
+ID = "yaml-tag"
+SEVERITY = "error"
+SCOPE = "manifest"
+DESCRIPTION = "Explicit YAML tags (!!python/..., !!int) are refused."
+GOOD = {"preset.yaml": None}
+BAD = {"preset.yaml": ("replace", "schema_version: 1\n", "schema_version: !!int 1\n")}
+check = loader_check(ID)

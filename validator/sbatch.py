@@ -1,0 +1,283 @@
+"""Reading `#SBATCH` directives the way sbatch itself does (src/sbatch/opt.c).
+
+- A directive line starts with exactly `#SBATCH` at column 1; anything else that merely looks like
+  one (`# SBATCH`, `#sbatch`, an indented `#SBATCH`) is an ordinary comment to Slurm.
+- Slurm reads directives until the first line that is neither blank nor a comment; later
+  `#SBATCH` lines are silently ignored.
+- Within a directive, arguments are split on whitespace; single and double quotes group, a
+  backslash escapes the next character, and an unescaped `#` ends the directive.
+- The arguments then go through getopt_long, which accepts unique prefixes of long options.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+MAGIC = "#SBATCH"
+
+# Options that SPANK plugins add to sbatch once they are loaded; accepted only when declared.
+SPANK_OPTIONS = {
+    "pyxis": {
+        "container-image": "required", "container-mounts": "required",
+        "container-workdir": "required", "container-name": "required",
+        "container-save": "required", "container-mount-home": "no",
+        "no-container-mount-home": "no", "container-remap-root": "no",
+        "no-container-remap-root": "no", "container-entrypoint": "no",
+        "no-container-entrypoint": "no", "container-entrypoint-log": "no",
+        "container-writable": "no", "container-readonly": "no", "container-env": "required",
+    },
+}
+
+
+@lru_cache(maxsize=1)
+def option_table() -> dict:
+    with open(DATA / "sbatch_options.json", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def releases() -> list[str]:
+    return option_table()["releases"]
+
+
+@dataclass
+class Token:
+    text: str  # after quote and escape removal
+    col: int  # 1-based column where the raw token starts
+    raw: str  # as written
+
+
+@dataclass
+class Option:
+    name: str | None  # canonical long name; None when unknown
+    value: str | None
+    line: int
+    col: int
+    written: str  # the option as written, e.g. "--ntasks-per=4" or "-N"
+    problem: str | None = None  # unknown / ambiguous / unavailable / stray / missing-argument
+    detail: str = ""
+
+
+@dataclass
+class Directive:
+    line: int
+    text: str
+    tokens: list[Token]
+    cut_at: int | None = None  # column of an unescaped '#' that ended the directive
+    unterminated_quote: bool = False
+
+
+@dataclass
+class LookAlike:
+    line: int
+    col: int
+    text: str
+    why: str
+
+
+@dataclass
+class SbatchScript:
+    lines: list[str]
+    directives: list[Directive] = field(default_factory=list)
+    options: list[Option] = field(default_factory=list)
+    ignored_directives: list[Directive] = field(default_factory=list)  # after the first command
+    lookalikes: list[LookAlike] = field(default_factory=list)
+    first_command_line: int | None = None
+    crlf_lines: list[int] = field(default_factory=list)
+
+    def get(self, name: str) -> list[Option]:
+        return [o for o in self.options if o.name == name]
+
+    def value(self, name: str) -> str | None:
+        found = self.get(name)
+        return found[-1].value if found else None
+
+
+def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bool]:
+    """Split a directive's text into arguments as sbatch's _get_argument does.
+
+    Returns the tokens, the column of an unescaped '#' that ended the line (if any), and
+    whether a quote was left open.
+    """
+    tokens: list[Token] = []
+    i, n = 0, len(rest)
+    cut = None
+    while i < n:
+        while i < n and rest[i] in " \t\r\v\f":
+            i += 1
+        if i >= n:
+            break
+        start = i
+        out: list[str] = []
+        quote = ""
+        escaped = False
+        while i < n and (quote or rest[i] not in " \t\r\v\f"):
+            ch = rest[i]
+            if escaped:
+                out.append(ch)
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif quote:
+                if ch == quote:
+                    quote = ""
+                else:
+                    out.append(ch)
+            elif ch in "\"'":
+                quote = ch
+            elif ch == "#":
+                cut = offset + i + 1
+                break
+            else:
+                out.append(ch)
+            i += 1
+        if out or i > start:
+            if out or rest[start] in "\"'":
+                tokens.append(Token("".join(out), offset + start + 1, rest[start:i]))
+        if cut is not None:
+            return tokens, cut, False
+        if quote:
+            return tokens, None, True
+    return tokens, cut, False
+
+
+_LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
+
+
+def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = None) -> SbatchScript:
+    raw_lines = text.split("\n")
+    script = SbatchScript(lines=[ln.rstrip("\r") for ln in raw_lines])
+    script.crlf_lines = [i + 1 for i, ln in enumerate(raw_lines) if ln.endswith("\r")]
+    stopped = False
+    for number, raw in enumerate(raw_lines, start=1):
+        line = raw
+        if line.startswith(MAGIC):
+            rest = line[len(MAGIC):]
+            if rest and rest[0] not in " \t\r":
+                script.lookalikes.append(LookAlike(number, 1, line, f"'{line.split()[0]}' is not '#SBATCH'"))
+                continue
+            tokens, cut, open_quote = split_arguments(rest, len(MAGIC))
+            directive = Directive(number, line, tokens, cut, open_quote)
+            if stopped:
+                script.ignored_directives.append(directive)
+            else:
+                script.directives.append(directive)
+            continue
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            if _LOOKALIKE.match(line) and number > 1:
+                col = len(line) - len(line.lstrip()) + 1
+                script.lookalikes.append(LookAlike(number, col, line.rstrip("\r"), _lookalike_reason(line)))
+            continue
+        if not stopped:
+            stopped = True
+            script.first_command_line = number
+    script.options = resolve_options(script.directives, spank, release)
+    return script
+
+
+def _lookalike_reason(line: str) -> str:
+    if line[:1].isspace():
+        return "an indented '#SBATCH' is an ordinary comment to Slurm"
+    word = line.strip().split()[0]
+    if word == "#":
+        return "'# SBATCH' (with a space) is an ordinary comment to Slurm"
+    return f"'{line.strip()[:7]}' is not '#SBATCH' (case matters); Slurm ignores the line"
+
+
+def known_options(spank: tuple[str, ...], release: str | None) -> dict[str, dict]:
+    """Long options accepted by sbatch of the given release, plus declared SPANK options."""
+    table = option_table()["options"]
+    out = {}
+    for name, info in table.items():
+        if release is None or release in info["releases"]:
+            out[name] = info
+    for plugin in spank:
+        for name, arg in SPANK_OPTIONS.get(plugin, {}).items():
+            out[name] = {"short": None, "arg": arg, "releases": releases(), "spank": plugin}
+    return out
+
+
+def resolve_options(directives: list[Directive], spank: tuple[str, ...], release: str | None) -> list[Option]:
+    current = known_options(spank, release)
+    everywhere = known_options(tuple(SPANK_OPTIONS), None)
+    shorts = {info["short"]: name for name, info in current.items() if info.get("short")}
+    options: list[Option] = []
+    for directive in directives:
+        tokens = directive.tokens
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            text = tok.text
+            i += 1
+            if text.startswith("--") and len(text) > 2:
+                body = text[2:]
+                name, eq, value = body.partition("=")
+                opt = Option(None, value if eq else None, directive.line, tok.col, text)
+                resolved, problem, detail = _match_long(name, current, everywhere, release)
+                opt.name, opt.problem, opt.detail = resolved, problem, detail
+                info = current.get(resolved) if resolved else None
+                if info and not eq:
+                    if info["arg"] == "required":
+                        if i < len(tokens):
+                            opt.value = tokens[i].text
+                            i += 1
+                        else:
+                            opt.problem, opt.detail = "missing-argument", f"--{resolved} needs a value"
+                elif info and eq and info["arg"] == "no":
+                    opt.problem, opt.detail = "unexpected-argument", f"--{resolved} takes no value"
+                options.append(opt)
+            elif text.startswith("-") and len(text) > 1 and text != "--":
+                j = 1
+                while j < len(text):
+                    letter = text[j]
+                    opt = Option(None, None, directive.line, tok.col + j - 1, f"-{letter}")
+                    name = shorts.get(letter)
+                    if name is None:
+                        opt.problem, opt.detail = "unknown", f"unknown short option '-{letter}'"
+                        options.append(opt)
+                        break
+                    opt.name = name
+                    arg = current[name]["arg"]
+                    if arg == "no":
+                        options.append(opt)
+                        j += 1
+                        continue
+                    attached = text[j + 1:]
+                    if attached:
+                        opt.value = attached
+                    elif arg == "required":
+                        if i < len(tokens):
+                            opt.value = tokens[i].text
+                            i += 1
+                        else:
+                            opt.problem, opt.detail = "missing-argument", f"-{letter} needs a value"
+                    options.append(opt)
+                    break
+            else:
+                options.append(Option(None, text, directive.line, tok.col, text, "stray",
+                                      f"'{text}' is not an option; sbatch rejects or ignores it"))
+    return options
+
+
+def _match_long(name: str, current: dict, everywhere: dict, release: str | None):
+    """getopt_long matching: exact name, else a unique prefix, else ambiguous or unknown."""
+    if name in current:
+        return name, None, ""
+    prefixed = sorted(n for n in current if n.startswith(name)) if name else []
+    if len(prefixed) == 1:
+        return prefixed[0], "abbreviated", f"'--{name}' is an abbreviation of '--{prefixed[0]}'"
+    if len(prefixed) > 1:
+        shown = ", ".join("--" + n for n in prefixed[:4])
+        return None, "ambiguous", f"'--{name}' is ambiguous ({shown}); sbatch rejects it"
+    if name in everywhere:
+        info = everywhere[name]
+        if info.get("spank"):
+            return None, "spank", (f"'--{name}' comes from the {info['spank']} SPANK plugin, "
+                                   f"which this script does not declare")
+        where = ", ".join(info["releases"])
+        return None, "unavailable", f"'--{name}' is not available in Slurm {release} (only in {where})"
+    return None, "unknown", f"unknown sbatch option '--{name}'"

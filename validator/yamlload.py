@@ -1,0 +1,179 @@
+"""Strict YAML loading for manifests.
+
+PyYAML implements YAML 1.1, whose implicit typing silently turns `4:00:00` into 14400, `no` into
+False, `0755` into 493 and `3.10` into 3.1, keeps the last of two duplicate keys, and expands
+aliases without bound. Here we compose the node tree (which keeps line and column) and build the
+values ourselves with a small YAML 1.2-core subset: anything a YAML 1.1 reader would convert in a
+surprising way is reported and kept as the string that was written.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from validator.findings import Finding
+
+Path_ = tuple  # a path into the document: keys and list indexes
+
+_INT = re.compile(r"[-+]?(0|[1-9][0-9]*)\Z")
+_FLOAT = re.compile(r"[-+]?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?([eE][-+]?[0-9]+)?\Z")
+_TRAILING_ZERO_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*0\Z")
+_YAML11_BOOL = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON",
+                "off", "Off", "OFF", "True", "TRUE", "False", "FALSE"}
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?\Z")
+_OTHER_BASE = re.compile(r"[-+]?(0[0-9_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+|[0-9][0-9_]*_[0-9_]*)\Z")
+_SPECIAL_FLOAT = re.compile(r"[-+]?\.(inf|Inf|INF)\Z|\.(nan|NaN|NAN)\Z")
+_NULLS = {"null", "Null", "NULL", "~", ""}
+
+
+@dataclass
+class Document:
+    data: object = None
+    value_marks: dict = field(default_factory=dict)  # path -> (line, col) of the value
+    key_marks: dict = field(default_factory=dict)  # path -> (line, col) of the key naming it
+    problems: list = field(default_factory=list)
+
+    def position(self, path: Path_) -> tuple[int, int]:
+        """Best position for a path: the value, else the nearest ancestor."""
+        path = tuple(path)
+        while path not in self.value_marks and path:
+            path = path[:-1]
+        return self.value_marks.get(path, (1, 1))
+
+    def key_position(self, path: Path_) -> tuple[int, int]:
+        path = tuple(path)
+        return self.key_marks.get(path) or self.position(path)
+
+
+def _mark(node_or_event) -> tuple[int, int]:
+    m = node_or_event.start_mark
+    return m.line + 1, m.column + 1
+
+
+class _Builder:
+    def __init__(self, display: str, doc: Document):
+        self.display = display
+        self.doc = doc
+
+    def problem(self, rule: str, where: tuple[int, int], message: str, unusable: bool = False):
+        self.doc.problems.append(
+            Finding(self.display, where[0], where[1], "error", rule, message, unusable=unusable))
+
+    def build(self, node, path: Path_):
+        self.doc.value_marks[path] = _mark(node)
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+        return self.scalar(node)
+
+    def mapping(self, node, path: Path_) -> dict:
+        out: dict = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.problem("yaml-key", _mark(key_node), "mapping keys must be plain strings")
+                continue
+            if key_node.tag == "tag:yaml.org,2002:merge" or key_node.value == "<<" and key_node.style is None:
+                self.problem("yaml-alias", _mark(key_node), "merge keys ('<<') are not allowed in a manifest")
+                continue
+            key = key_node.value
+            if key_node.style is None:
+                self.check_plain(key_node)
+            if key in out:
+                first = self.doc.key_marks[path + (key,)]
+                self.problem("yaml-duplicate-key", _mark(key_node),
+                             f"duplicate key '{key}' (first defined at line {first[0]}); "
+                             "YAML readers silently keep only the last one")
+                continue
+            self.doc.key_marks[path + (key,)] = _mark(key_node)
+            out[key] = self.build(value_node, path + (key,))
+        return out
+
+    def check_plain(self, node) -> bool:
+        """Report plain scalars that a YAML 1.1 reader converts; return True when reported."""
+        text = node.value
+        reason = None
+        if text in _YAML11_BOOL:
+            reason = "is read as a boolean by YAML 1.1 readers"
+        elif _SEXAGESIMAL.match(text):
+            reason = "is read as a base-60 number by YAML 1.1 readers (4:00:00 becomes 14400)"
+        elif _OTHER_BASE.match(text):
+            reason = "is read as an octal, hex, binary or underscored number by YAML readers"
+        elif _TRAILING_ZERO_FLOAT.match(text):
+            reason = "is read as a float and loses its trailing zero (3.10 becomes 3.1)"
+        elif _SPECIAL_FLOAT.match(text):
+            reason = "is read as an infinite or NaN float"
+        if reason:
+            self.problem("yaml-ambiguous-scalar", _mark(node),
+                         f"plain value '{text}' {reason}; quote it")
+            return True
+        return False
+
+    def scalar(self, node):
+        text = node.value
+        if node.style is not None:  # quoted or block scalar: always a string
+            return text
+        if self.check_plain(node):
+            return text
+        if text in _NULLS:
+            return None
+        if text in ("true", "false"):
+            return text == "true"
+        if _INT.match(text):
+            return int(text)
+        if _FLOAT.match(text) and any(c in text for c in ".eE"):
+            return float(text)
+        return text
+
+
+def load_yaml(text: str, display: str) -> Document:
+    doc = Document()
+    builder = _Builder(display, doc)
+    try:
+        # First pass over the event stream: refuse anchors, aliases and explicit tags before any
+        # node tree is built, so an alias bomb costs nothing.
+        documents = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    builder.problem("yaml-syntax", _mark(event),
+                                    "more than one YAML document; a manifest is a single document",
+                                    unusable=True)
+                    return doc
+            if isinstance(event, yaml.AliasEvent):
+                builder.problem("yaml-alias", _mark(event),
+                                f"alias '*{event.anchor}': anchors and aliases are not allowed in a manifest")
+                return doc
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None:
+                builder.problem("yaml-alias", _mark(event),
+                                f"anchor '&{anchor}': anchors and aliases are not allowed in a manifest")
+                return doc
+            tag = getattr(event, "tag", None)
+            if tag is not None and tag != "!" and isinstance(
+                    event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                implicit = getattr(event, "implicit", (True, True))
+                if isinstance(event, yaml.ScalarEvent) and (implicit[0] or implicit[1]):
+                    continue
+                if not isinstance(event, yaml.ScalarEvent) and implicit:
+                    continue
+                builder.problem("yaml-tag", _mark(event), f"explicit tag '{tag}' is not allowed in a manifest")
+                return doc
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        builder.problem("yaml-syntax", where, f"YAML syntax error: {what}", unusable=True)
+        return doc
+    except yaml.YAMLError as exc:
+        builder.problem("yaml-syntax", (1, 1), f"YAML error: {exc}", unusable=True)
+        return doc
+    if node is None:
+        builder.problem("yaml-syntax", (1, 1), "no YAML document in the file", unusable=True)
+        return doc
+    doc.data = builder.build(node, ())
+    return doc
