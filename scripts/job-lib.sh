@@ -1,0 +1,135 @@
+#!/bin/bash
+# Shared in-job logic for every preset, sourced by presets/*/train.sbatch in the batch shell.
+# A preset sets only what is hand-tuned for its topology; everything here is the same everywhere.
+# Functions are prefixed smoke_ and every variable they read is documented in README.md.
+
+# Stop when not inside a Slurm job: these functions make no sense on a login node.
+smoke_require_job() {
+    if [[ -z ${SLURM_JOB_ID:-} ]]; then
+        echo "smoke: not inside a Slurm job; submit with: sbatch --nodes N presets/<name>/train.sbatch" >&2
+        exit 2
+    fi
+}
+
+# smoke_init PRESET MIN_NODES MAX_NODES
+smoke_init() {
+    smoke_require_job
+    SMOKE_PRESET=$1
+    local min_nodes=$2 max_nodes=$3
+    # The job runs a spool copy of the script, so the repository is found from the submit folder.
+    SMOKE_ROOT=${SMOKE_ROOT:-$SLURM_SUBMIT_DIR}
+    if [[ ! -f $SMOKE_ROOT/scripts/job-lib.sh ]]; then
+        echo "smoke: SMOKE_ROOT=$SMOKE_ROOT is not this repository; submit from its top folder or pass SMOKE_ROOT" >&2
+        exit 2
+    fi
+    SMOKE_MODE=${SMOKE_MODE:-full}
+    case $SMOKE_MODE in
+        full|functional) ;;
+        *) echo "smoke: SMOKE_MODE must be 'full' or 'functional', not '$SMOKE_MODE'" >&2; exit 2 ;;
+    esac
+    if (( SLURM_NNODES < min_nodes || SLURM_NNODES > max_nodes )); then
+        echo "smoke: $SMOKE_PRESET supports $min_nodes to $max_nodes nodes; this job has $SLURM_NNODES" >&2
+        exit 2
+    fi
+    # One folder per job: logs, TensorBoard, the verdict. The job id keeps concurrent runs apart.
+    SMOKE_OUT=${SMOKE_OUTPUT_ROOT:-$SLURM_SUBMIT_DIR/smoke-runs}/$SLURM_JOB_ID
+    mkdir -p "$SMOKE_OUT"
+    chmod 0750 "$SMOKE_OUT"
+    # Rendezvous on the first node of the allocation, resolved here (not inside a container
+    # that may lack scontrol) and handed to every step.
+    local hosts
+    hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
+    MASTER_ADDR=${hosts%%$'\n'*}
+    # Derived from the job id so that jobs sharing a node do not collide; below 32768, where the
+    # Linux ephemeral port range starts.
+    MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12000 ))
+    export SMOKE_PRESET SMOKE_ROOT SMOKE_MODE SMOKE_OUT MASTER_ADDR MASTER_PORT
+    # Steps need a PATH even though --export=NONE gave the batch shell none to export.
+    export PATH=${PATH:-/usr/local/bin:/usr/bin:/bin}
+    SMOKE_CONTAINER_ARGS=()
+    declare -p SMOKE_SRUN_ARGS &>/dev/null || SMOKE_SRUN_ARGS=()
+    echo "smoke: preset=$SMOKE_PRESET mode=$SMOKE_MODE nodes=$SLURM_NNODES rendezvous=$MASTER_ADDR:$MASTER_PORT out=$SMOKE_OUT"
+}
+
+# smoke_container IMAGE ARCH: import the image once per job into an arch-named squashfs on shared
+# storage, then let every step start from that file.
+smoke_container() {
+    local image=$1 arch=$2
+    if [[ $SMOKE_MODE == functional ]]; then
+        echo "smoke: functional mode: no container, host Python ${SMOKE_PYTHON:-python3}"
+        export SMOKE_PYTHON=${SMOKE_PYTHON:-python3}
+        return 0
+    fi
+    local cache_dir=${SMOKE_IMAGE_CACHE:-$SMOKE_ROOT/.image-cache}
+    local tag=${image##*[:@]}
+    local sqsh=$cache_dir/megatron-$arch-${tag//[^A-Za-z0-9._-]/_}.sqsh
+    mkdir -p "$cache_dir"
+    if [[ ! -s $sqsh ]]; then
+        echo "smoke: importing $image for $arch into $sqsh (one task)"
+        # One task writes the file; every task of a multi-task import would write it at once.
+        srun --kill-on-bad-exit=1 --nodes=1 --ntasks=1 --container-image="$image" \
+            --container-save="$sqsh.partial.sqsh" true
+        mv -f "$sqsh.partial.sqsh" "$sqsh"
+    fi
+    SMOKE_CONTAINER_ARGS=(--container-image="$sqsh"
+        --container-mounts="$SMOKE_ROOT:$SMOKE_ROOT:ro,$SMOKE_OUT:$SMOKE_OUT"
+        --no-container-mount-home)
+    export SMOKE_PYTHON=python
+}
+
+# smoke_wandb: wandb only when a key is available on the compute node; the key is never printed.
+smoke_wandb() {
+    local key_file=${SMOKE_WANDB_KEY_FILE:-$HOME/.config/smoke/wandb_api_key}
+    if [[ -z ${WANDB_API_KEY:-} && -r $key_file ]]; then
+        local mode
+        mode=$(stat -c %a "$key_file")
+        if [[ $mode != 600 ]]; then
+            echo "smoke: $key_file must be mode 0600; wandb stays off" >&2
+            return 0
+        fi
+        WANDB_API_KEY=$(<"$key_file")
+        export WANDB_API_KEY
+    fi
+    if [[ -n ${WANDB_API_KEY:-} ]]; then
+        export SMOKE_WANDB=1
+        echo "smoke: wandb on (project ${WANDB_PROJECT:=slurm-smoke})"
+        export WANDB_PROJECT
+    else
+        export SMOKE_WANDB=0
+        echo "smoke: wandb off (no key file at $key_file)"
+    fi
+}
+
+# smoke_stage NAME COMMAND...: one srun step, one task per node, its own log. The first failing
+# stage stops the job; --kill-on-bad-exit ends every task when one fails instead of letting the
+# others wait until the time limit.
+smoke_stage() {
+    local name=$1
+    shift
+    local status
+    echo "smoke: stage $name"
+    set +e  # a failed stage must reach the verdict below, not end the script here
+    # shellcheck disable=SC2312  # srun's status is read from PIPESTATUS right after
+    srun --kill-on-bad-exit=1 --wait="${SMOKE_STEP_GRACE:-30}" --ntasks-per-node=1 \
+        --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" --label \
+        "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}" "$@" 2>&1 \
+        | tee -a "$SMOKE_OUT/$name.log"
+    status=${PIPESTATUS[0]}
+    set -e
+    echo "$name $status" >> "$SMOKE_OUT/stages.txt"
+    if (( status != 0 )); then
+        echo "smoke: stage $name failed with exit code $status" >&2
+        smoke_verdict
+        exit 1
+    fi
+}
+
+# smoke_verdict: combine every stage's result into verdict.json and print the table.
+smoke_verdict() {
+    local python=python3
+    if [[ $SMOKE_MODE == functional ]]; then
+        python=$SMOKE_PYTHON
+    fi
+    "$python" "$SMOKE_ROOT/scripts/verdict.py" --run-dir "$SMOKE_OUT" \
+        --preset "$SMOKE_ROOT/presets/$SMOKE_PRESET" --mode "$SMOKE_MODE"
+}

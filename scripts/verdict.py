@@ -1,0 +1,142 @@
+"""The verdict: combine the stages of one job into PASS, WARN or FAIL.
+
+Reads the job's output folder (stages.txt, preflight/*.json, functional/*.json, megatron.log) and
+the preset's expectations, writes verdict.json atomically and prints a short table.
+Exit codes: 0 pass (or warn), 1 fail, 2 could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+_ITER = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?lm loss: ([0-9.eE+-]+|nan|inf)", re.IGNORECASE)
+_TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\): ([0-9.]+)")
+
+
+def parse_training_log(text: str) -> dict:
+    """Per-iteration loss and TFLOP/s from Megatron's (or the functional loop's) log lines."""
+    losses, tflops = {}, {}
+    for line in text.splitlines():
+        m = _ITER.search(line)
+        if not m:
+            continue
+        step = int(m.group(1))
+        losses[step] = float(m.group(2))
+        t = _TFLOPS.search(line)
+        if t:
+            tflops[step] = float(t.group(1))
+    return {"losses": [losses[k] for k in sorted(losses)], "tflops": [tflops[k] for k in sorted(tflops)]}
+
+
+def judge_training(log: dict, min_tflops: float | None) -> list[tuple[str, str, str]]:
+    out = []
+    losses = log["losses"]
+    if len(losses) < 2:
+        return [("training", "FAIL", f"{len(losses)} iteration line(s) in the log")]
+    finite = all(x == x and abs(x) != float("inf") for x in losses)
+    if not finite:
+        out.append(("loss", "FAIL", "loss is NaN or infinite"))
+    else:
+        head = statistics.mean(losses[: max(1, len(losses) // 4)])
+        tail = statistics.mean(losses[-max(1, len(losses) // 4):])
+        state = "PASS" if tail < head else "FAIL"
+        out.append(("loss", state, f"{head:.4g} -> {tail:.4g} over {len(losses)} iterations"))
+    steady = log["tflops"][1:]  # the first iteration includes start-up
+    if steady:
+        median = statistics.median(steady)
+        if min_tflops is None:
+            out.append(("tflops_per_gpu", "PASS", f"median {median:.1f}"))
+        else:
+            state = "PASS" if median >= min_tflops else "FAIL"
+            out.append(("tflops_per_gpu", state, f"median {median:.1f}, expected >= {min_tflops:g}"))
+    return out
+
+
+def load_expectations(preset_dir: str) -> dict:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    try:
+        import yaml  # only the host-side verdict needs the manifest; stdlib-only fallback below
+        with open(os.path.join(preset_dir, "preset.yaml"), encoding="utf-8") as handle:
+            return (yaml.safe_load(handle) or {}).get("expectations", {})
+    except Exception:
+        return {}
+
+
+def collect(run_dir: str, mode: str, expectations: dict) -> list[tuple[str, str, str]]:
+    rows = []
+    stages_file = os.path.join(run_dir, "stages.txt")
+    if os.path.exists(stages_file):
+        with open(stages_file, encoding="utf-8") as handle:
+            for line in handle:
+                name, _, code = line.strip().partition(" ")
+                rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", f"exit code {code}"))
+    for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+        for name, check in report["checks"].items():
+            if check["state"] == "FAIL":
+                rows.append((f"preflight {report['host']} {name}", "FAIL", check["detail"]))
+    if mode == "functional":
+        ranks = []
+        for path in sorted(glob.glob(os.path.join(run_dir, "functional", "rank-*.json"))):
+            with open(path, encoding="utf-8") as handle:
+                ranks.append(json.load(handle))
+        if ranks:
+            world = ranks[0]["world_size"]
+            state = "PASS" if len(ranks) == world else "FAIL"
+            hosts = sorted({r["host"] for r in ranks})
+            rows.append(("ranks", state, f"{len(ranks)} of {world} ranks reported from {len(hosts)} node(s)"))
+            rows += judge_training({"losses": ranks[0]["losses"], "tflops": []}, None)
+    else:
+        log_path = os.path.join(run_dir, "megatron.log")
+        if os.path.exists(log_path):
+            with open(log_path, encoding="utf-8", errors="replace") as handle:
+                log = parse_training_log(handle.read())
+            minimum = (expectations.get("megatron_tflops_per_gpu") or {}).get("min")
+            rows += judge_training(log, minimum)
+    return rows
+
+
+def overall(rows: list[tuple[str, str, str]]) -> str:
+    states = {state for _, state, _ in rows}
+    if not rows:
+        return "FAIL"
+    if "FAIL" in states:
+        return "FAIL"
+    return "WARN" if "WARN" in states else "PASS"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--preset", required=True)
+    parser.add_argument("--mode", choices=("full", "functional"), default="full")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.run_dir):
+        print(f"verdict: no run folder {args.run_dir}", file=sys.stderr)
+        return 2
+    rows = collect(args.run_dir, args.mode, load_expectations(args.preset))
+    if not rows:
+        rows = [("job", "FAIL", "no stage reported anything")]
+    result = overall(rows)
+    payload = {"verdict": result, "mode": args.mode, "preset": os.path.basename(os.path.normpath(args.preset)),
+               "job_id": os.environ.get("SLURM_JOB_ID"),
+               "checks": [{"check": c, "state": s, "detail": d} for c, s, d in rows]}
+    path = os.path.join(args.run_dir, "verdict.json")
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=1)
+    os.replace(path + ".tmp", path)
+    width = max(len(c) for c, _, _ in rows)
+    for check, state, detail in rows:
+        print(f"verdict: {check:<{width}}  {state:4}  {detail}")
+    print(f"verdict: {result} ({path})")
+    return 1 if result == "FAIL" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
