@@ -51,6 +51,11 @@ smoke_init() {
     echo "smoke: preset=$SMOKE_PRESET mode=$SMOKE_MODE nodes=$SLURM_NNODES rendezvous=$MASTER_ADDR:$MASTER_PORT out=$SMOKE_OUT"
 }
 
+# smoke_srun_args ARG...: extra srun arguments a topology needs for every step (CPU binding).
+smoke_srun_args() {
+    SMOKE_SRUN_ARGS=("$@")
+}
+
 # smoke_container IMAGE ARCH: import the image once per job into an arch-named squashfs on shared
 # storage, then let every step start from that file.
 smoke_container() {

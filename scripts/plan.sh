@@ -1,17 +1,16 @@
 #!/bin/bash
 # Parallel plan shared by the in-step scripts and mirrored by validator/planner.py (a test keeps
-# them in agreement for N = 1..64). Sourced; reads:
-#   PLAN_GPUS_PER_NODE PLAN_NODES PLAN_HEADS PLAN_QUERY_GROUPS PLAN_MICRO_BATCH PLAN_GRAD_ACCUM
-#   PLAN_TENSOR (auto or a number) PLAN_PIPELINE
-# and sets PLAN_TP PLAN_PP PLAN_DP PLAN_WORLD PLAN_GLOBAL_BATCH, or sets PLAN_ERROR (empty when valid).
+# them in agreement for N = 1..64). Sourced; call
+#   smoke_plan GPUS_PER_NODE NODES HEADS QUERY_GROUPS MICRO_BATCH GRAD_ACCUM TENSOR(auto|n) PIPELINE
+# It sets PLAN_TP PLAN_PP PLAN_DP PLAN_WORLD PLAN_GLOBAL_BATCH, or sets PLAN_ERROR (empty when valid).
 # shellcheck disable=SC2034  # the PLAN_* results are read by the scripts that source this file
 
 smoke_plan() {
-    local gpus=$PLAN_GPUS_PER_NODE nodes=$PLAN_NODES heads=$PLAN_HEADS groups=$PLAN_QUERY_GROUPS
-    PLAN_PP=${PLAN_PIPELINE:-1}
+    local gpus=$1 nodes=$2 heads=$3 groups=$4 micro_batch=$5 grad_accum=$6 tensor=$7
+    PLAN_PP=$8
     PLAN_WORLD=$(( gpus * nodes ))
     PLAN_ERROR=
-    if [[ ${PLAN_TENSOR:-auto} == auto ]]; then
+    if [[ $tensor == auto ]]; then
         # Largest TP that stays inside one node (TP across the network is slow), divides the heads
         # and is a multiple or a divisor of the query groups.
         PLAN_TP=1
@@ -23,7 +22,7 @@ smoke_plan() {
             fi
         done
     else
-        PLAN_TP=$PLAN_TENSOR
+        PLAN_TP=$tensor
     fi
     if (( heads % PLAN_TP != 0 )); then
         PLAN_ERROR="tensor parallel $PLAN_TP does not divide $heads attention heads"
@@ -39,6 +38,6 @@ smoke_plan() {
     fi
     PLAN_DP=$(( PLAN_WORLD / (PLAN_TP * PLAN_PP) ))
     # The global batch grows with the data-parallel size, so every node count is valid.
-    PLAN_GLOBAL_BATCH=$(( PLAN_MICRO_BATCH * PLAN_DP * PLAN_GRAD_ACCUM ))
+    PLAN_GLOBAL_BATCH=$(( micro_batch * PLAN_DP * grad_accum ))
     return 0
 }

@@ -44,7 +44,10 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
         folders = sorted(p for p in presets.iterdir() if p.is_dir() and not p.name.startswith("."))
         if not folders:
             raise UsageError("presets/ holds no preset folders")
-        return [("preset", p) for p in folders]
+        found = [("preset", p) for p in folders]
+        # The shared in-job scripts are part of every preset: lint them too.
+        found += [("script", p) for p in shell_scripts_in(Path("scripts"))]
+        return found
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -61,6 +64,27 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
             found.append(("script", path))
         else:
             raise UsageError(f"{raw}: no such file or folder")
+    return found
+
+
+def shell_scripts_in(folder: Path) -> list[Path]:
+    """Bash scripts (by shebang or .sh suffix) directly inside a folder."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
+        if path.suffix == ".sh":
+            found.append(path)
+            continue
+        try:
+            with open(path, "rb") as handle:
+                head = handle.readline(100)
+        except OSError:
+            continue
+        if head.startswith(b"#!") and b"bash" in head:
+            found.append(path)
     return found
 
 

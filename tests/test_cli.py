@@ -1,0 +1,104 @@
+"""The command line as users run it: exit codes, formats, lone scripts, broken presets."""
+import json
+import os
+import shutil
+
+from conftest import FIXTURES, ROOT, run_validator
+
+
+def test_presets_are_clean():
+    proc = run_validator("--summary")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert "clean" in proc.stderr
+
+
+def test_broken_copy_of_a_preset_is_reported(tmp_path):
+    copy = tmp_path / "presets" / "gh200"
+    shutil.copytree(ROOT / "presets" / "gh200", copy)
+    script = copy / "train.sbatch"
+    script.write_text(script.read_text().replace("#SBATCH --time=00:30:00", "#SBATCH --tme=00:30:00"))
+    proc = run_validator(str(copy))
+    assert proc.returncode == 1
+    assert "train.sbatch:9:9: error: unknown sbatch option '--tme'" in proc.stdout
+
+
+def test_lone_script_json(tmp_path):
+    script = tmp_path / "mine.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --gpus-per-tsk=8\necho $X\n")
+    proc = run_validator("--format", "json", str(script))
+    assert proc.returncode == 1
+    findings = json.loads(proc.stdout)
+    assert {f["rule"] for f in findings} >= {"sbatch-unknown-option", "SC2086"}
+    assert set(findings[0]) == {"path", "line", "col", "severity", "rule", "message"}
+
+
+def test_github_and_sarif_formats(tmp_path):
+    script = tmp_path / "mine.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --gpus-per-tsk=8\n")
+    gh = run_validator("--format", "github", str(script))
+    assert gh.stdout.startswith("::error file=")
+    sarif = json.loads(run_validator("--format", "sarif", str(script)).stdout)
+    assert sarif["runs"][0]["results"][0]["ruleId"] == "sbatch-unknown-option"
+
+
+def test_select_and_ignore(tmp_path):
+    script = tmp_path / "mine.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --gpus-per-tsk=8\necho $X\n")
+    only_sc = run_validator("--select", "SC*", str(script))
+    assert "sbatch-unknown-option" not in only_sc.stdout and "SC2086" in only_sc.stdout
+    none = run_validator("--ignore", "SC*,sbatch-*", str(script))
+    assert none.returncode == 0 and none.stdout == ""
+
+
+def test_slurm_version_option(tmp_path):
+    script = tmp_path / "mine.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --tres-bind=gres/gpu:verbose\n")
+    assert run_validator(str(script)).returncode == 1
+    assert run_validator("--slurm-version", "24.05", str(script)).returncode == 0
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run_validator(str(tmp_path / "missing.sbatch")).returncode == 2
+    assert run_validator("--format", "xml").returncode == 2
+    proc = run_validator(str(tmp_path))  # a folder with nothing to validate
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_shellcheck_missing_is_internal_failure():
+    proc = run_validator(str(FIXTURES / "ok" / "lone.sbatch"), env={"VALIDATOR_SHELLCHECK": "/nonexistent/sc"})
+    assert proc.returncode == 3
+    assert "internal failure" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_symlink_escaping_the_repository_is_refused(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "ok" / "example", repo / "presets" / "example")
+    outside = tmp_path / "outside.yaml"
+    outside.write_text((repo / "presets" / "example" / "preset.yaml").read_text())
+    manifest = repo / "presets" / "example" / "preset.yaml"
+    manifest.unlink()
+    os.symlink(outside, manifest)
+    proc = run_validator(cwd=repo)
+    assert proc.returncode == 2
+    assert "preset.yaml:1:1: error: symbolic link leaves the repository" in proc.stdout
+
+
+def test_huge_file_is_refused_unread(tmp_path):
+    script = tmp_path / "huge.sbatch"
+    script.write_text("#!/bin/bash\n" + "# padding\n" * 40000)
+    proc = run_validator(str(script))
+    assert proc.returncode == 2
+    assert "[input-too-large]" in proc.stdout
+
+
+def test_fifo_is_refused(tmp_path):
+    fifo = tmp_path / "pipe.sbatch"
+    os.mkfifo(fifo)
+    proc = run_validator(str(fifo))
+    assert proc.returncode == 2 and "[input-not-regular]" in proc.stdout
+
+
+def test_rules_listing():
+    proc = run_validator("rules")
+    assert proc.returncode == 0 and "sbatch-unknown-option" in proc.stdout

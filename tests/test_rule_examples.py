@@ -1,0 +1,72 @@
+"""Every rule carries a good and a bad example; the bad one must trigger it, the good one must not."""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from validator.engine import Options, validate
+from validator.rules import RULES
+
+BASE = FIXTURES / "ok" / "example"
+
+
+def materialise(example: dict, folder: Path) -> list[str]:
+    """Write an example; return the paths to validate (relative to folder)."""
+    is_preset = any(name in ("preset.yaml", "train.sbatch", "README.md") for name in example)
+    if is_preset:
+        preset = folder / "example"
+        shutil.copytree(BASE, preset)
+        for name, content in example.items():
+            target = preset / name
+            if content is None:
+                continue
+            kind = content[0] if isinstance(content, tuple) else None
+            if kind == "replace":
+                text = target.read_text()
+                assert content[1] in text, f"example edit target missing: {content[1]!r}"
+                target.write_text(text.replace(content[1], content[2], 1))
+            elif kind == "missing":
+                target.unlink()
+            elif kind == "dir":
+                target.unlink()
+                target.mkdir()
+            elif kind == "symlink":
+                target.unlink()
+                os.symlink(content[1], target)
+            else:
+                _write(target, content)
+        return ["example"]
+    paths = []
+    for name, content in example.items():
+        target = folder / name
+        if isinstance(content, tuple) and content[0] == "symlink":
+            os.symlink(content[1], target)
+        else:
+            _write(target, content)
+        paths.append(name)
+    return paths
+
+
+def _write(target: Path, content):
+    target.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_examples(rule, tmp_path, monkeypatch):
+    for label, example, want in (("good", rule.good, False), ("bad", rule.bad, True)):
+        folder = tmp_path / label
+        folder.mkdir()
+        (folder / ".git").mkdir()  # the example folder is its own repository root
+        monkeypatch.chdir(folder)
+        paths = materialise(example, folder)
+        ids = {f.rule for f in validate(paths, Options(shellcheck=False))}
+        assert (rule.id in ids) is want, f"{label} example of {rule.id}: found {sorted(ids)}"
+
+
+def test_every_rule_is_documented():
+    for rule in RULES:
+        assert rule.description and rule.severity in ("error", "warning", "info")
+        assert rule.scope in ("script", "manifest", "preset", "any")
+    assert len({r.id for r in RULES}) == len(RULES)
