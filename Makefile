@@ -20,5 +20,17 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/bench_validator.py
 
+# A local 2-node Slurm cluster (needs root), the ethernet-only preset in functional mode, the verdict.
+demo: $(STAMP)
+	scripts/local-cluster up --nodes 2
+	@set -e; export SLURM_CONF=/run/smoke-cluster/slurm.conf; \
+	job=$$(sbatch --parsable --nodes 2 --export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON=$(CURDIR)/$(PY) \
+	    presets/ethernet-only/train.sbatch); \
+	echo "demo: submitted job $$job"; \
+	while squeue -h -j $$job 2>/dev/null | grep -q .; do sleep 2; done; \
+	grep '^verdict:' smoke-ethernet-only-$$job.out || true; \
+	echo "demo: job log smoke-ethernet-only-$$job.out, run folder smoke-runs/$$job/"; \
+	scripts/local-cluster down
+
 clean:
 	rm -rf $(VENV) .pytest_cache

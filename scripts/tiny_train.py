@@ -52,7 +52,9 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     report = {"rank": rank, "world_size": world, "local_rank": int(os.environ["LOCAL_RANK"]),
               "host": socket.gethostname(), "slurm_nodeid": os.environ.get("SLURM_NODEID"),
-              "losses": losses}
+              "losses": losses,
+              # names only: lets a test prove the login node's environment stayed out
+              "environ_keys": sorted(os.environ)}
     with open(os.path.join(args.out, f"rank-{rank}.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle)
     dist.barrier()

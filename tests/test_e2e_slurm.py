@@ -1,0 +1,128 @@
+"""End to end on a real multi-node Slurm cluster (scripts/local-cluster): every preset, N = 1, 2, 3.
+
+Real slurmctld, slurmd (one per network namespace), munge, sbatch and torchrun; the presets run in
+functional mode (CPU, gloo, the small training loop), because this machine has no GPU, no
+InfiniBand and no container runtime: the GPUs are fake GRES device files (a test double, named as
+such). Needs root; under CI (CI=true) a missing Slurm is a failure, not a skip.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slurm
+PRESETS = ["ethernet-only", "gh200", "h100-ib-8port"]
+GPUS = {"ethernet-only": 8, "gh200": 1, "h100-ib-8port": 8}
+FAKE_KEY = "fake-wandb-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("end-to-end tests need root under CI")
+        pytest.skip("end-to-end tests need root (they start slurmctld, slurmd and munge)")
+    up = subprocess.run([str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "3"],
+                        capture_output=True, text=True, timeout=600)
+    assert up.returncode == 0, up.stdout + up.stderr
+    yield {**os.environ, "SLURM_CONF": "/run/smoke-cluster/slurm.conf"}
+    subprocess.run([str(ROOT / "scripts" / "local-cluster"), "down"], capture_output=True, timeout=120)
+
+
+def submit(env, preset, nodes, extra="", submit_env=None):
+    exports = f"NONE,SMOKE_MODE=functional,SMOKE_PYTHON={sys.executable}{extra}"
+    proc = subprocess.run(["sbatch", "--parsable", "--nodes", str(nodes), f"--export={exports}",
+                           f"presets/{preset}/train.sbatch"], cwd=ROOT, capture_output=True, text=True,
+                          env={**env, **(submit_env or {})}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(";")[0]
+
+
+def wait(env, job, timeout=300):
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        out = subprocess.run(["scontrol", "show", "job", job], capture_output=True, text=True, env=env).stdout
+        fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+        if fields.get("JobState") not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", None):
+            return fields["JobState"], fields["ExitCode"], time.monotonic() - start
+        time.sleep(1)
+    raise AssertionError(f"job {job} still running after {timeout} s")
+
+
+def job_log(preset, job):
+    return (ROOT / f"smoke-{preset}-{job}.out").read_text(errors="replace")
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 3])
+@pytest.mark.parametrize("preset", PRESETS)
+def test_preset_runs_on_n_nodes(cluster, preset, nodes, tmp_path):
+    key_file = tmp_path / "wandb_api_key"
+    key_file.write_text(FAKE_KEY)
+    key_file.chmod(0o600)
+    job = submit(cluster, preset, nodes, extra=f",SMOKE_WANDB_KEY_FILE={key_file}",
+                 submit_env={"LOGIN_NODE_ONLY": "leak-probe"})
+    state, exit_code, _ = wait(cluster, job)
+    log = job_log(preset, job)
+    assert (state, exit_code) == ("COMPLETED", "0:0"), log[-3000:]
+    run = ROOT / "smoke-runs" / job
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert verdict["verdict"] == "PASS", verdict
+    ranks = [json.loads(p.read_text()) for p in sorted((run / "functional").glob("rank-*.json"))]
+    assert len(ranks) == nodes * GPUS[preset]
+    assert {r["world_size"] for r in ranks} == {nodes * GPUS[preset]}
+    # every rank ran on the node Slurm said: node id -> host, GPUS[preset] ranks each
+    by_host = {}
+    for r in ranks:
+        by_host.setdefault(r["host"], set()).add(r["local_rank"])
+        assert r["host"] == f"node{int(r['slurm_nodeid']) + 1}"
+    assert len(by_host) == nodes and all(v == set(range(GPUS[preset])) for v in by_host.values())
+    assert "LOGIN_NODE_ONLY" not in ranks[0]["environ_keys"]
+    assert "wandb on" in log
+    logs = [log] + [p.read_text(errors="replace") for p in run.rglob("*") if p.is_file()]
+    assert not any(FAKE_KEY in text for text in logs), "the wandb key leaked into a log"
+
+
+def test_killed_rank_fails_the_job_fast(cluster):
+    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000")
+    deadline = time.monotonic() + 120
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"tiny_train.py" in cmdline and f"SLURM_JOB_ID={job}".encode() in environ and b"RANK=3" in environ:
+                victim = int(pid)
+                break
+        time.sleep(0.5)
+    assert victim, "rank 3 never started"
+    time.sleep(2)
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    state, exit_code, _ = wait(cluster, job, timeout=120)
+    took = time.monotonic() - killed_at
+    assert took < 60, f"the job took {took:.0f} s to end after a rank died"
+    assert state == "FAILED" and exit_code != "0:0"
+    verdict = json.loads((ROOT / "smoke-runs" / job / "verdict.json").read_text())
+    assert verdict["verdict"] == "FAIL"
+
+
+def test_broken_parallel_plan_fails_before_training(cluster):
+    job = submit(cluster, "ethernet-only", 1,
+                 extra=",MEGATRON_NUM_ATTENTION_HEADS=6,MEGATRON_TENSOR_PARALLEL=4")
+    state, _, _ = wait(cluster, job)
+    log = job_log("ethernet-only", job)
+    assert state == "FAILED"
+    assert "no valid parallel plan" in log and "tensor parallel 4 does not divide 6 attention heads" in log
+    assert "iteration" not in log
