@@ -16,7 +16,7 @@ RULE_MODULES = [
     "sbatch_ambiguous_option", "sbatch_option_unavailable", "sbatch_bad_argument",
     "sbatch_directive_after_command", "sbatch_lookalike", "sbatch_value_cut",
     "sbatch_duplicate_option", "sbatch_exclusive_options",
-    "suppression_reason",
+    "suppression_reason", "plan_invalid",
 ]
 
 SCOPES = ("script", "manifest", "preset", "any")

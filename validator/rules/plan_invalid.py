@@ -1,0 +1,36 @@
+"""The preset's Megatron plan must be valid, and fit in memory, at every node count it supports."""
+ID = "plan-invalid"
+SEVERITY = "error"
+SCOPE = "manifest"
+DESCRIPTION = ("The parallel plan breaks (heads, query groups, TP, world size) or the memory estimate "
+               "exceeds the GPU at some node count in the manifest's range.")
+GOOD = {"preset.yaml": None}
+BAD = {"preset.yaml": ("replace", "  tensor: auto\n", "  tensor: 16\n")}
+
+
+def check(target):
+    from validator.planner import estimate_memory, plan_for
+
+    preset = target.preset
+    manifest = preset.manifest if preset else None
+    try:
+        low, high = manifest["nodes"]["min"], manifest["nodes"]["max"]
+        plans = [plan_for(manifest, n) for n in range(low, min(high, 4096) + 1)]
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return  # an incomplete manifest is the schema rule's business
+    broken = next((p for p in plans if p.error), None)
+    if broken:
+        line, col = preset.document.position(("parallelism", "tensor"))
+        yield (preset.display, line, col,
+               f"no valid plan on {broken.nodes} node(s) x {broken.gpus_per_node} GPU(s): {broken.error}")
+        return
+    # The smallest data-parallel size shards the optimizer least: the lowest node count is the worst.
+    worst = plans[0]
+    mem = estimate_memory(manifest, worst)
+    if not mem.fits:
+        line, col = preset.document.position(("model",))
+        yield (preset.display, line, col,
+               f"estimated {mem.total_gib:.1f} GiB per GPU on {worst.nodes} node(s) (TP {worst.tp}, DP {worst.dp}) "
+               f"exceeds {mem.budget_gib:.1f} GiB usable of {manifest['topology']['gpu']['memory_gib']} GiB "
+               f"(weights {mem.weights_gib:.1f}, grads {mem.grads_gib:.1f}, optimizer {mem.optimizer_gib:.1f}, "
+               f"activations {mem.activations_gib:.1f})")
