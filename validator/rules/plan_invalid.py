@@ -26,7 +26,10 @@ def check(target):
         return
     # The smallest data-parallel size shards the optimizer least: the lowest node count is the worst.
     worst = plans[0]
-    mem = estimate_memory(manifest, worst)
+    try:
+        mem = estimate_memory(manifest, worst)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return
     if not mem.fits:
         line, col = preset.document.position(("model",))
         yield (preset.display, line, col,
