@@ -57,18 +57,24 @@ def judge_training(log: dict, min_tflops: float | None) -> list[tuple[str, str, 
     return out
 
 
-def load_expectations(preset_dir: str) -> dict:
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+def load_expectations(preset_dir: str) -> dict | None:
+    """The manifest's expectations, or None when they cannot be read (said in the verdict)."""
     try:
-        import yaml  # only the host-side verdict needs the manifest; stdlib-only fallback below
+        import yaml
+    except ImportError:
+        return None
+    try:
         with open(os.path.join(preset_dir, "preset.yaml"), encoding="utf-8") as handle:
             return (yaml.safe_load(handle) or {}).get("expectations", {})
-    except Exception:
-        return {}
+    except (OSError, yaml.YAMLError):
+        return None
 
 
-def collect(run_dir: str, mode: str, expectations: dict) -> list[tuple[str, str, str]]:
+def collect(run_dir: str, mode: str, expectations: dict | None) -> list[tuple[str, str, str]]:
     rows = []
+    if expectations is None:
+        rows.append(("expectations", "WARN", "preset.yaml unreadable here (PyYAML missing?): floors not checked"))
+        expectations = {}
     stages_file = os.path.join(run_dir, "stages.txt")
     if os.path.exists(stages_file):
         with open(stages_file, encoding="utf-8") as handle:
@@ -86,7 +92,9 @@ def collect(run_dir: str, mode: str, expectations: dict) -> list[tuple[str, str,
         for path in sorted(glob.glob(os.path.join(run_dir, "functional", "rank-*.json"))):
             with open(path, encoding="utf-8") as handle:
                 ranks.append(json.load(handle))
-        if ranks:
+        if not ranks:
+            rows.append(("ranks", "FAIL", "no rank wrote a report: training did not run"))
+        else:
             world = ranks[0]["world_size"]
             state = "PASS" if len(ranks) == world else "FAIL"
             hosts = sorted({r["host"] for r in ranks})
@@ -94,7 +102,9 @@ def collect(run_dir: str, mode: str, expectations: dict) -> list[tuple[str, str,
             rows += judge_training({"losses": ranks[0]["losses"], "tflops": []}, None)
     else:
         log_path = os.path.join(run_dir, "megatron.log")
-        if os.path.exists(log_path):
+        if not os.path.exists(log_path):
+            rows.append(("training", "FAIL", "no megatron.log: training did not run"))
+        else:
             with open(log_path, encoding="utf-8", errors="replace") as handle:
                 log = parse_training_log(handle.read())
             minimum = (expectations.get("megatron_tflops_per_gpu") or {}).get("min")

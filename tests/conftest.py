@@ -16,6 +16,18 @@ def run_validator(*args, cwd=ROOT, env=None):
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.fixture
-def root():
-    return ROOT
+def edited_preset(tmp_path, name, edits, into=None):
+    """A copy of presets/<name> under tmp_path with text replacements applied to its files.
+
+    edits: {filename: [(old, new), ...]}; every old text must exist, so a stale edit fails loudly.
+    """
+    src = ROOT / "presets" / name
+    dst = (into or tmp_path) / name
+    dst.mkdir(parents=True)
+    for path in src.iterdir():
+        text = path.read_text()
+        for old, new in edits.get(path.name, []):
+            assert old in text, f"edit target missing in {path.name}: {old!r}"
+            text = text.replace(old, new, 1)
+        (dst / path.name).write_text(text)
+    return dst

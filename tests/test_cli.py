@@ -3,7 +3,7 @@ import json
 import os
 import shutil
 
-from conftest import FIXTURES, ROOT, run_validator
+from conftest import FIXTURES, edited_preset, run_validator
 
 
 def test_presets_are_clean():
@@ -14,10 +14,8 @@ def test_presets_are_clean():
 
 
 def test_broken_copy_of_a_preset_is_reported(tmp_path):
-    copy = tmp_path / "presets" / "gh200"
-    shutil.copytree(ROOT / "presets" / "gh200", copy)
-    script = copy / "train.sbatch"
-    script.write_text(script.read_text().replace("#SBATCH --time=00:30:00", "#SBATCH --tme=00:30:00"))
+    copy = edited_preset(tmp_path, "gh200", {"train.sbatch": [("#SBATCH --time=00:30:00", "#SBATCH --tme=00:30:00")]},
+                         into=tmp_path / "presets")
     proc = run_validator(str(copy))
     assert proc.returncode == 1
     assert "train.sbatch:9:9: error: unknown sbatch option '--tme'" in proc.stdout

@@ -4,7 +4,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT, run_validator
+from conftest import ROOT, edited_preset, run_validator
 from validator.planner import estimate_memory, plan, plan_for
 
 CASES = [  # heads, groups, micro, accum, tensor, gpus per node
@@ -45,25 +45,15 @@ def test_every_preset_plans_on_every_node_count_and_fits():
 
 
 def test_sixteen_way_tp_with_32_heads_8_groups_fails(tmp_path):
-    preset = tmp_path / "h100-ib-8port"
-    src = ROOT / "presets" / "h100-ib-8port"
-    preset.mkdir()
-    for name in ("train.sbatch", "README.md"):
-        (preset / name).write_text((src / name).read_text())
-    (preset / "preset.yaml").write_text((src / "preset.yaml").read_text().replace("  tensor: auto\n", "  tensor: 16\n"))
+    preset = edited_preset(tmp_path, "h100-ib-8port", {"preset.yaml": [("  tensor: auto\n", "  tensor: 16\n")]})
     proc = run_validator("--select", "plan-invalid", str(preset))
     assert proc.returncode == 1
     assert "tensor parallel 16 is larger than the 8 GPUs of a node" in proc.stdout
 
 
 def test_model_too_large_for_96_gb_fails(tmp_path):
-    preset = tmp_path / "gh200"
-    src = ROOT / "presets" / "gh200"
-    preset.mkdir()
-    for name in ("train.sbatch", "README.md"):
-        (preset / name).write_text((src / name).read_text())
-    text = (src / "preset.yaml").read_text().replace("  hidden_size: 2048\n", "  hidden_size: 6144\n")
-    (preset / "preset.yaml").write_text(text.replace("  ffn_hidden_size: 8192\n", "  ffn_hidden_size: 24576\n"))
+    preset = edited_preset(tmp_path, "gh200", {"preset.yaml": [("  hidden_size: 2048\n", "  hidden_size: 6144\n"),
+                                                               ("  ffn_hidden_size: 8192\n", "  ffn_hidden_size: 24576\n")]})
     proc = run_validator("--select", "plan-invalid", str(preset))
     assert proc.returncode == 1
     assert "exceeds 81.6 GiB usable of 96 GiB" in proc.stdout

@@ -51,7 +51,7 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            if (path / MANIFEST_NAME).exists() or (path / SCRIPT_NAME).exists() or os.path.lexists(path / MANIFEST_NAME):
+            if os.path.lexists(path / MANIFEST_NAME) or os.path.lexists(path / SCRIPT_NAME):
                 found.append(("preset", path))
             else:
                 subs = sorted(p for p in path.iterdir() if p.is_dir() and (p / MANIFEST_NAME).exists())

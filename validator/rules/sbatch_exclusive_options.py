@@ -14,7 +14,6 @@ EXCLUSIVE = [
     ("nodelist", "nodefile"),
     ("gpus-per-task", "ntasks-per-gpu"),
     ("ntasks-per-node", "tasks-per-node"),
-    ("wrap",),
 ]
 
 
