@@ -17,6 +17,21 @@ RULE_MODULES = [
     "sbatch_directive_after_command", "sbatch_lookalike", "sbatch_value_cut",
     "sbatch_duplicate_option", "sbatch_exclusive_options",
     "suppression_reason", "plan_invalid",
+    "launch_gpu_count",
+    "launch_node_count",
+    "launch_per_task_variable",
+    "launch_export_none",
+    "launch_script_path",
+    "launch_kill_on_bad_exit",
+    "launch_strict_mode",
+    "launch_master_port",
+    "launch_time_limit",
+    "pyxis_image",
+    "pyxis_container_save",
+    "security_xtrace",
+    "security_eval",
+    "security_secret_echo",
+    "security_world_writable",
 ]
 
 SCOPES = ("script", "manifest", "preset", "any")

@@ -1,0 +1,26 @@
+"""torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal."""
+from validator.rules.base import GOOD_BATCH, bad_batch, launcher_commands
+ID = "launch-gpu-count"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal."
+GOOD = {"run.sbatch": GOOD_BATCH}
+BAD = bad_batch('--nproc-per-node="$SLURM_GPUS_ON_NODE"', "--nproc-per-node=$SLURM_GPUS_PER_NODE")
+
+
+WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task (and may read 'h100:8')",
+         "SLURM_NTASKS_PER_NODE": "is 1 with one task per node, not the GPU count",
+         "SLURM_GPUS": "counts the whole job's GPUs, not one node's"}
+
+
+def check(target):
+    for command in launcher_commands(target.script.shell):
+        word = command.option("--nproc-per-node", "--nproc_per_node")
+        if word is None:
+            continue
+        for name, why in WRONG.items():
+            if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
+                yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
+        if word.value is not None and word.value.isdigit():
+            yield (target.script.display, word.line, word.col,
+                   f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

@@ -1,0 +1,22 @@
+"""Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the batch shell, where they describe node 0 only."""
+from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+ID = "launch-per-task-variable"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = 'Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the batch shell, where they describe node 0 only.'
+GOOD = {"run.sbatch": GOOD_BATCH}
+BAD = bad_batch("srun --kill-on-bad-exit=1", 'echo "node $SLURM_NODEID"\nsrun --kill-on-bad-exit=1')
+
+
+PER_TASK = {"SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_GPUS_ON_NODE"}
+
+
+def check(target):
+    script = target.script
+    if not is_batch_script(script):
+        return
+    for expansion in script.shell.expansions:
+        if expansion.name in PER_TASK:
+            yield (script.display, expansion.line, expansion.col,
+                   f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "
+                   "expand it inside the step: single quotes, \\$, or a script the step runs")

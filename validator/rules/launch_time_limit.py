@@ -1,0 +1,14 @@
+"""A smoke test must be bounded: the batch script needs #SBATCH --time."""
+from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+ID = "launch-time-limit"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = 'A smoke test must be bounded: the batch script needs #SBATCH --time.'
+GOOD = {"run.sbatch": GOOD_BATCH}
+BAD = bad_batch("#SBATCH --time=00:30:00\n", "")
+
+
+def check(target):
+    script = target.script
+    if is_batch_script(script) and not script.parsed.get("time"):
+        yield (script.display, 1, 1, "no #SBATCH --time: a hung smoke test would hold its nodes until the partition's limit")

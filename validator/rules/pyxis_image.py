@@ -1,0 +1,37 @@
+"""pyxis images: 'registry#path:tag' (not 'registry/path', which goes to Docker Hub), a pinned tag (not latest), local .sqsh paths starting with / or ."""
+from validator.rules.base import image_uses
+ID = "pyxis-image"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = "pyxis images: 'registry#path:tag' (not 'registry/path', which goes to Docker Hub), a pinned tag (not latest), local .sqsh paths starting with / or ."
+GOOD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=ghcr.io#org/img:1.2 true\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=ghcr.io/org/img:latest true\n"}
+
+
+def problems(value):
+    if value.endswith(".sqsh"):
+        if not value.startswith(("/", ".")):
+            yield f"local image '{value}' must start with '/' or '.', or pyxis sends it to Docker Hub"
+        return
+    if "#" not in value:
+        first = value.split("/")[0]
+        if "." in first or ":" in first:
+            yield f"'{value}' uses '/' after the registry; pyxis needs '{first}#{value[len(first) + 1:]}'"
+    tail = value.split("#")[-1].split("/")[-1]
+    if "@sha256:" in tail:
+        return
+    if ":" not in tail:
+        yield f"'{value}' has no tag; pin a tag or digest"
+    elif tail.endswith(":latest"):
+        yield f"'{value}' uses ':latest'; pin a tag or digest"
+
+
+def check(target):
+    for word, _ in image_uses(target.script.shell):
+        if word.value is None:
+            continue
+        for message in problems(word.value):
+            yield (target.script.display, word.line, word.col, message)
+    for option in target.script.parsed.get("container-image"):
+        for message in problems(option.value or ""):
+            yield (target.script.display, option.line, option.col, message)

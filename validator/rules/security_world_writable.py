@@ -1,0 +1,31 @@
+"""Output or working folders under /tmp, /var/tmp or /dev/shm without the job id: other users and jobs can read, collide or plant files."""
+
+ID = "security-world-writable"
+SEVERITY = "warning"
+SCOPE = "script"
+DESCRIPTION = 'Output or working folders under /tmp, /var/tmp or /dev/shm without the job id: other users and jobs can read, collide or plant files.'
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --output=%x-%j.out\nset -euo pipefail\nmkdir -p \"/tmp/smoke-$SLURM_JOB_ID\"\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --output=/tmp/smoke.out\nset -euo pipefail\nmkdir -p /tmp/smoke\n"}
+
+
+SHARED = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _shared(text):
+    return any(text == d or text.startswith(d + "/") for d in SHARED)
+
+
+def check(target):
+    script = target.script
+    for name in ("output", "error", "chdir"):
+        for option in script.parsed.get(name):
+            value = option.value or ""
+            if _shared(value) and "%j" not in value and "%A" not in value:
+                yield (script.display, option.line, option.col,
+                       f"--{name}={value} is in a world-writable folder without the job id (%j)")
+    for command in script.shell.named("mkdir", "cd"):
+        for arg in command.args:
+            raw = arg.raw.strip("\"'")
+            if _shared(raw) and "SLURM_JOB_ID" not in raw and "mktemp" not in raw:
+                yield (script.display, arg.line, arg.col,
+                       f"{raw} is world-writable and shared between jobs; add $SLURM_JOB_ID or use mktemp -d")

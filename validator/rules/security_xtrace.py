@@ -1,0 +1,24 @@
+"""set -x (xtrace) prints every expanded value into the job log: never where a secret is in scope."""
+from validator.rules.base import is_secret
+ID = "security-xtrace"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = 'set -x (xtrace) prints every expanded value into the job log: never where a secret is in scope.'
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\nWANDB_API_KEY=$(<\"$HOME/.key\")\nexport WANDB_API_KEY\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euxo pipefail\nWANDB_API_KEY=$(<\"$HOME/.key\")\nexport WANDB_API_KEY\n"}
+
+
+def check(target):
+    shell = target.script.shell
+    secrets = sorted({a.name for a in shell.assignments if is_secret(a.name)}
+                     | {e.name for e in shell.expansions if is_secret(e.name)})
+    if not secrets:
+        return
+    for command in shell.commands:
+        words = [a.value or "" for a in command.args]
+        tracing = (command.name == "set" and (any(w.startswith("-") and "x" in w and not w.startswith("--") for w in words)
+                                              or "xtrace" in words)) or \
+                  (command.name in ("bash", "sh") and "-x" in words)
+        if tracing:
+            yield (target.script.display, command.line, command.col,
+                   f"xtrace prints expanded values into the log while {secrets[0]} is in scope")

@@ -1,0 +1,216 @@
+"""A bash syntax tree (tree-sitter's bash grammar) reduced to what the launch rules need.
+
+- commands: every simple command, wherever it sits (functions, ifs, pipelines, substitutions),
+  with its arguments as words that know their literal value (when they have one) and position;
+- assignments: `X=...`, `export X=...`, `declare/local X=...`, with the literal value, the default
+  of a `${X:-default}` value, and whether the assignment is conditional (inside if/case/&&/||);
+- expansions: every `$X` / `${X...}` that bash performs in this shell, with its position. Text in
+  single quotes, after a backslash or in a quoted heredoc is not expanded here, so it is absent.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+_CONDITIONAL = {"if_statement", "case_statement", "elif_clause", "else_clause", "while_statement",
+                "for_statement", "c_style_for_statement"}
+_DEFAULT = re.compile(r"^\$\{(\w+):?[-=]([^}]*)\}$")
+
+
+@lru_cache(maxsize=1)
+def _parser():
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+@dataclass
+class Word:
+    raw: str
+    value: str | None  # the literal value after quote removal, or None when it expands something
+    line: int
+    col: int
+    node: object = field(repr=False, default=None)
+
+
+@dataclass
+class Command:
+    name: str
+    args: list[Word]
+    line: int
+    col: int
+    in_pipeline: bool
+    conditional: bool
+    node: object = field(repr=False, default=None)
+
+    def option(self, *names: str) -> Word | None:
+        """The value of `--name=value`, `--name value` or `-Xvalue`; a Word with value '' for a flag."""
+        for i, arg in enumerate(self.args):
+            text = arg.value if arg.value is not None else arg.raw
+            for name in names:
+                if name.startswith("--"):
+                    if text == name:
+                        if i + 1 < len(self.args):
+                            nxt = self.args[i + 1]
+                            return Word(nxt.raw, nxt.value, nxt.line, nxt.col, nxt.node)
+                        return Word("", "", arg.line, arg.col)
+                    if text.startswith(name + "="):
+                        raw = arg.raw.split("=", 1)[1] if "=" in arg.raw else ""
+                        value = text[len(name) + 1:] if arg.value is not None else None
+                        return Word(raw, value, arg.line, arg.col + len(name) + 1, arg.node)
+                elif text.startswith(name) and len(name) == 2:
+                    rest = text[2:]
+                    if rest:
+                        return Word(rest, rest if arg.value is not None else None, arg.line, arg.col + 2, arg.node)
+                    if i + 1 < len(self.args):
+                        nxt = self.args[i + 1]
+                        return Word(nxt.raw, nxt.value, nxt.line, nxt.col, nxt.node)
+        return None
+
+    def has_flag(self, *names: str) -> bool:
+        return self.option(*names) is not None
+
+
+@dataclass
+class Assignment:
+    name: str
+    raw: str
+    value: str | None  # literal value, or for `${NAME:-default}` the literal default
+    line: int
+    col: int
+    exported: bool
+    conditional: bool
+
+
+@dataclass
+class Expansion:
+    name: str
+    line: int
+    col: int
+    node: object = field(repr=False, default=None)
+
+
+@dataclass
+class ShellScript:
+    commands: list[Command] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    expansions: list[Expansion] = field(default_factory=list)
+    has_errors: bool = False
+
+    def named(self, *names: str) -> list[Command]:
+        return [c for c in self.commands if c.name in names]
+
+    def assigned(self, name: str) -> list[Assignment]:
+        return [a for a in self.assignments if a.name == name]
+
+
+def _pos(node) -> tuple[int, int]:
+    return node.start_point[0] + 1, node.start_point[1] + 1
+
+
+def literal(node) -> str | None:
+    """The value of a word node after quote removal, or None if it expands anything."""
+    kind = node.type
+    text = node.text.decode("utf-8", "replace")
+    if kind in ("word", "number"):
+        if "\\" in text:
+            return re.sub(r"\\(.)", r"\1", text)
+        return text
+    if kind == "raw_string":
+        return text[1:-1]
+    if kind == "string":
+        parts = []
+        for child in node.children:
+            if child.type == '"':
+                continue
+            if child.type != "string_content":
+                return None
+            parts.append(re.sub(r"\\([$`\"\\])", r"\1", child.text.decode("utf-8", "replace")))
+        return "".join(parts)
+    if kind == "concatenation":
+        parts = [literal(c) for c in node.children]
+        return None if any(p is None for p in parts) else "".join(parts)
+    return None
+
+
+def _word(node) -> Word:
+    line, col = _pos(node)
+    return Word(node.text.decode("utf-8", "replace"), literal(node), line, col, node)
+
+
+def parse_shell(text: str) -> ShellScript:
+    tree = _parser().parse(text.encode("utf-8"))
+    out = ShellScript(has_errors=tree.root_node.has_error)
+    _walk(tree.root_node, out, conditional=False, in_pipeline=False)
+    return out
+
+
+def _walk(node, out: ShellScript, conditional: bool, in_pipeline: bool):
+    kind = node.type
+    if kind in _CONDITIONAL:
+        conditional = True
+    if kind == "list":  # a && b, a || b: the right side runs only sometimes
+        conditional = True
+    if kind == "pipeline":
+        in_pipeline = True
+    if kind == "command":
+        name_node = node.child_by_field_name("name")
+        if name_node is not None:
+            args = [_word(c) for c in node.children_by_field_name("argument")]
+            line, col = _pos(node)
+            name = literal(name_node.children[0]) if name_node.children else None
+            out.commands.append(Command(name or name_node.text.decode(), args, line, col,
+                                        in_pipeline, conditional, node))
+        for child in node.children:
+            if child.type == "variable_assignment":  # X=1 cmd: scoped to the command
+                continue
+            _walk(child, out, conditional, in_pipeline)
+        return
+    if kind == "declaration_command":
+        keyword = node.children[0].type if node.children else ""
+        for child in node.children:
+            if child.type == "variable_assignment":
+                _assignment(child, out, exported=keyword == "export", conditional=conditional)
+                for grandchild in child.children[2:]:
+                    _walk(grandchild, out, conditional, in_pipeline)
+            elif child.type == "variable_name" and keyword == "export":
+                line, col = _pos(child)
+                out.assignments.append(Assignment(child.text.decode(), "", None, line, col, True, conditional))
+        return
+    if kind == "variable_assignment":
+        _assignment(node, out, exported=False, conditional=conditional)
+    if kind in ("simple_expansion", "expansion"):
+        name = _expanded_name(node)
+        if name:
+            line, col = _pos(node)
+            out.expansions.append(Expansion(name, line, col, node))
+    for child in node.children:
+        _walk(child, out, conditional, in_pipeline)
+
+
+def _expanded_name(node) -> str | None:
+    for child in node.children:
+        if child.type in ("variable_name", "special_variable_name"):
+            return child.text.decode()
+        if child.type == "subscript":
+            for grandchild in child.children:
+                if grandchild.type == "variable_name":
+                    return grandchild.text.decode()
+    return None
+
+
+def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
+    name_node = node.child_by_field_name("name")
+    value_node = node.child_by_field_name("value")
+    if name_node is None:
+        return
+    raw = value_node.text.decode("utf-8", "replace") if value_node is not None else ""
+    value = literal(value_node) if value_node is not None else ""
+    if value is None and value_node is not None and value_node.type == "expansion":
+        match = _DEFAULT.match(raw)
+        if match and match.group(1) == name_node.text.decode():
+            value = match.group(2).strip("\"'")
+    line, col = _pos(node)
+    out.assignments.append(Assignment(name_node.text.decode(), raw, value, line, col, exported, conditional))
