@@ -98,6 +98,18 @@ class ShellScript:
     assignments: list[Assignment] = field(default_factory=list)
     expansions: list[Expansion] = field(default_factory=list)
     has_errors: bool = False
+    root: object = field(repr=False, default=None)  # the tree-sitter root, for rules that need more
+
+    def array_words(self) -> list[Word]:
+        """Literal words inside array assignments (args=(...), args+=(...))."""
+        out, stack = [], [self.root] if self.root is not None else []
+        while stack:
+            node = stack.pop()
+            if node.type == "array":
+                out.extend(_word(c) for c in node.children if c.type not in ("(", ")", "comment"))
+                continue
+            stack.extend(node.children)
+        return sorted(out, key=lambda w: (w.line, w.col))
 
     def named(self, *names: str) -> list[Command]:
         return [c for c in self.commands if c.name in names]
@@ -142,7 +154,7 @@ def _word(node) -> Word:
 
 def parse_shell(text: str) -> ShellScript:
     tree = _parser().parse(text.encode("utf-8"))
-    out = ShellScript(has_errors=tree.root_node.has_error)
+    out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node)
     _walk(tree.root_node, out, conditional=False, in_pipeline=False)
     return out
 

@@ -32,6 +32,16 @@ RULE_MODULES = [
     "security_eval",
     "security_secret_echo",
     "security_world_writable",
+    "xcheck_directives",
+    "xcheck_environment",
+    "xcheck_image",
+    "xcheck_megatron",
+    "xcheck_readme",
+    "policy_collnet_nvls",
+    "policy_sharp",
+    "policy_fabric",
+    "policy_8port_list",
+    "policy_net_plugin",
 ]
 
 SCOPES = ("script", "manifest", "preset", "any")

@@ -1,0 +1,27 @@
+"""An HCA or UCX device list of 8 IB ports outside a preset whose manifest declares 8 IB ports per node."""
+from validator.rules.base import GOOD_BATCH, bad_batch, manifest_of, setting_value
+
+ID = "policy-8port-list"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = 'An HCA or UCX device list of 8 IB ports outside a preset whose manifest declares 8 IB ports per node.'
+GOOD = {"run.sbatch": GOOD_BATCH}
+BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "export SLURM_EXPORT_ENV=ALL\nexport UCX_NET_DEVICES=ibp0:1,ibp1:1,ibp2:1,ibp3:1,ibp4:1,ibp5:1,ibp6:1,ibp7:1\n")
+
+
+import re
+
+_IB_DEVICE = re.compile(r"^\^?=?(mlx\d*_\d+|ibp\d+|ib\d+)(:\d+)?$")
+
+
+def check(target):
+    manifest = manifest_of(target)
+    ports = (((manifest or {}).get("topology") or {}).get("network") or {}).get("ib_ports_per_node")
+    if ports == 8:
+        return
+    for name in ("NCCL_IB_HCA", "UCX_NET_DEVICES"):
+        for a in target.script.shell.assigned(name):
+            entries = [e for e in setting_value(a).split(",") if e]
+            if len(entries) >= 8 and all(_IB_DEVICE.match(e) for e in entries):
+                where = f"a topology with {ports} IB port(s)" if ports is not None else "a script without a manifest"
+                yield (target.script.display, a.line, a.col, f"{name} lists {len(entries)} IB ports in {where}")

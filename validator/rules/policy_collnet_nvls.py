@@ -1,0 +1,16 @@
+"""NCCL_COLLNET_ENABLE=0 or NCCL_NVLS_ENABLE=0 set unconditionally: costs bandwidth everywhere to work around one site."""
+from validator.rules.base import GOOD_BATCH, bad_batch
+
+ID = "policy-collnet-nvls"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = 'NCCL_COLLNET_ENABLE=0 or NCCL_NVLS_ENABLE=0 set unconditionally: costs bandwidth everywhere to work around one site.'
+GOOD = {"run.sbatch": GOOD_BATCH}
+BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "export SLURM_EXPORT_ENV=ALL\nexport NCCL_NVLS_ENABLE=0\n")
+
+
+def check(target):
+    for a in target.script.shell.assignments:
+        if a.name in ("NCCL_COLLNET_ENABLE", "NCCL_NVLS_ENABLE") and a.value == "0" and not a.conditional:
+            yield (target.script.display, a.line, a.col,
+                   f"{a.name}=0 unconditionally: NCCL picks these only where they help; disable them for a named reason, conditionally")

@@ -1,0 +1,28 @@
+"""The preset README mentions every environment variable the script sets (a 'PREFIX_*' mention covers a family)."""
+from validator.rules.base import TOPOLOGY_PREFIXES
+
+ID = "xcheck-readme"
+SEVERITY = "error"
+SCOPE = "preset"
+DESCRIPTION = "The preset README mentions every environment variable the script sets (a 'PREFIX_*' mention covers a family)."
+GOOD = {"preset.yaml": None}
+BAD = {"README.md": "# example\nNo settings listed.\n"}
+
+
+import re
+
+
+def check(target):
+    preset, script = target.preset, target.script
+    if script is None or preset.readme is None:
+        return
+    text = preset.readme.text
+    families = set(re.findall(r"\b([A-Z][A-Z0-9]*_)\*", text))
+    reported = set()
+    for a in script.shell.assignments:
+        if not (a.exported or a.name.startswith(TOPOLOGY_PREFIXES)) or a.name in reported:
+            continue
+        if re.search(r"\b" + re.escape(a.name) + r"\b", text) or any(a.name.startswith(f) for f in families):
+            continue
+        reported.add(a.name)
+        yield (script.display, a.line, a.col, f"{a.name} is set here but README.md never mentions it")
