@@ -46,3 +46,12 @@ def test_positions_of_nested_values():
 def test_syntax_error_is_unusable_with_position():
     doc = load_yaml("a: [1\n", "x")
     assert rules(doc) == ["yaml-syntax"] and doc.problems[0].unusable
+
+
+def test_shipped_schema_is_a_valid_draft_2020_12_schema():
+    import json
+
+    import jsonschema
+
+    from validator.rules.manifest_schema import SCHEMA_PATH
+    jsonschema.Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text()))

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from validator import rules as registry
 from validator.findings import Finding
 from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
-from validator.shellcheck import run_shellcheck
+from validator.shellcheck import start_shellcheck
 from validator.suppress import parse_suppressions
 
 
@@ -116,19 +114,20 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         targets.append(target)
 
     scripts = [t.script for t in targets if t.script is not None]
+    # shellcheck starts first and runs in its own processes while Python loads and runs the rules.
+    pending = start_shellcheck([s.display for s in scripts]) if options.shellcheck else None
     findings: list[Finding] = []
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # shellcheck runs in its own processes while this thread runs the Python rules.
-        pending = pool.submit(run_shellcheck, [s.display for s in scripts]) if options.shellcheck else None
-        for target in targets:
-            findings.extend(_run_rules(target))
-        if pending is not None:
-            findings.extend(pending.result())
+    for target in targets:
+        findings.extend(_run_rules(target))
+    if pending is not None:
+        findings.extend(pending())
 
     return _filter(findings, targets, options)
 
 
 def _run_rules(target: Target) -> list[Finding]:
+    from validator import rules as registry  # imported after shellcheck has started
+
     out = []
     for rule in registry.RULES:
         if not _applies(rule, target):
@@ -143,6 +142,8 @@ def _run_rules(target: Target) -> list[Finding]:
 
 
 def _filter(findings: list[Finding], targets: list[Target], options: Options) -> list[Finding]:
+    from validator import rules as registry
+
     suppressions = {}
     for target in targets:
         for source in _texts(target):

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from validator.findings import Finding, InternalFailure
@@ -30,36 +29,63 @@ def shellcheck_binary() -> str:
     return found
 
 
-def _run(binary: str, paths: list[str]) -> list[dict]:
+def _command(binary: str, paths: list[str]) -> list[str]:
     # Sourced files are not followed: each of them is linted on its own (make validate covers
     # scripts/), and following them costs about 0.1 s per script.
-    cmd = [binary, "--format=json1", "--norc", "--shell=bash", "--exclude=SC1091",
-           f"--enable={OPTIONAL_CHECKS}", "--", *paths]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise InternalFailure(f"cannot run shellcheck: {exc}") from exc
+    return [binary, "--format=json1", "--norc", "--shell=bash", "--exclude=SC1091",
+            f"--enable={OPTIONAL_CHECKS}", "--", *paths]
+
+
+def _collect(proc: subprocess.Popen) -> list[dict]:
+    stdout, stderr = proc.communicate()
     # 0: clean, 1: findings; anything else is shellcheck failing
     if proc.returncode not in (0, 1):
-        raise InternalFailure(f"shellcheck exited {proc.returncode}: {proc.stderr.strip()[:500]}")
+        raise InternalFailure(f"shellcheck exited {proc.returncode}: {stderr.strip()[:500]}")
     try:
-        return json.loads(proc.stdout or '{"comments": []}')["comments"]
+        return json.loads(stdout or '{"comments": []}')["comments"]
     except (ValueError, KeyError) as exc:
         raise InternalFailure(f"shellcheck printed unreadable output: {exc}") from exc
 
 
-def run_shellcheck(paths: list[str], jobs: int | None = None) -> list[Finding]:
-    """Findings for every path, keyed by the path string as given."""
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def start_shellcheck(paths: list[str], jobs: int | None = None):
+    """Start shellcheck now (one process per core) and return a function that waits for its findings.
+
+    Starting first lets the processes run while Python loads and runs the other rules."""
     if not paths:
-        return []
+        return lambda: []
     binary = shellcheck_binary()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
-    chunks = [paths[i::jobs] for i in range(jobs)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda chunk: _run(binary, chunk), chunks))
-    findings = []
-    for comments in results:
-        for c in comments:
-            findings.append(Finding(c["file"], c["line"], c["column"], _LEVELS.get(c["level"], "warning"),
-                                    f"SC{c['code']}", c["message"]))
-    return findings
+    # Balance the processes by script size (largest first onto the lightest process).
+    chunks: list[list[str]] = [[] for _ in range(jobs)]
+    loads = [0] * jobs
+    for path in sorted(paths, key=_size, reverse=True):
+        lightest = loads.index(min(loads))
+        chunks[lightest].append(path)
+        loads[lightest] += _size(path)
+    procs = []
+    for chunk in chunks:
+        try:
+            procs.append(subprocess.Popen(_command(binary, chunk), stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        except OSError as exc:
+            raise InternalFailure(f"cannot run shellcheck: {exc}") from exc
+
+    def collect() -> list[Finding]:
+        findings = []
+        for proc in procs:
+            for c in _collect(proc):
+                findings.append(Finding(c["file"], c["line"], c["column"], _LEVELS.get(c["level"], "warning"),
+                                        f"SC{c['code']}", c["message"]))
+        return findings
+    return collect
+
+
+def run_shellcheck(paths: list[str], jobs: int | None = None) -> list[Finding]:
+    return start_shellcheck(paths, jobs)()

@@ -23,7 +23,7 @@ def validator():
     with open(SCHEMA_PATH, encoding="utf-8") as handle:
         schema = json.load(handle)
     cls = jsonschema.Draft202012Validator
-    cls.check_schema(schema)
+    # The schema itself is checked against the draft's meta-schema by the tests, not on every run.
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
