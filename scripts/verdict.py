@@ -57,29 +57,73 @@ def judge_training(log: dict, min_tflops: float | None) -> list[tuple[str, str, 
     return out
 
 
-def load_expectations(preset_dir: str) -> dict | None:
-    """The manifest's expectations, or None when they cannot be read (said in the verdict)."""
+_NETWORK = re.compile(r"NCCL INFO (?:Using network (\w+)|.*via NET/(\w+))")
+
+
+def nccl_networks(log_text: str) -> set[str]:
+    """The network transports NCCL reported in its INFO output (IB, Socket, a plugin's name)."""
+    found = set()
+    for match in _NETWORK.finditer(log_text):
+        found.add(match.group(1) or match.group(2))
+    return found
+
+
+def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[tuple[str, str, str]]:
+    rows = []
+    expect = manifest.get("expectations") or {}
+    if probe.get("gemm_stragglers"):
+        rows.append(("gemm stragglers", "FAIL", ", ".join(probe["gemm_stragglers"])))
+    if mode == "functional":
+        rows.append(("probe", "PASS", f"{probe['world_size']} ranks, gloo plumbing only (no bandwidth floor)"))
+        return rows
+    slowest = min(probe["gemm_tflops"])
+    floor = (expect.get("gemm_tflops") or {}).get("min")
+    state = "PASS" if floor is None or slowest >= floor else "FAIL"
+    rows.append(("gemm_tflops", state, f"slowest rank {slowest:.0f}" + (f", expected >= {floor:g}" if floor else "")))
+    if probe["world_size"] > 1 and probe["allreduce"]:
+        largest = probe["allreduce"][-1]
+        key = "allreduce_busbw_gbs" if probe["nodes"] > 1 else "intra_node_busbw_gbs"
+        floor = (expect.get(key) or {}).get("min")
+        state = "PASS" if floor is None or largest["busbw_gbs"] >= floor else "FAIL"
+        rows.append(("allreduce_busbw", state, f"{largest['busbw_gbs']:.1f} GB/s at {largest['bytes'] / 2**20:.0f} MiB"
+                     + (f", expected >= {floor:g} ({key})" if floor else "")))
+    fabric = ((manifest.get("topology") or {}).get("network") or {}).get("fabric")
+    if fabric == "infiniband" and probe["nodes"] > 1:
+        nets = nccl_networks(log_text)
+        if "IB" not in nets:
+            rows.append(("transport", "FAIL", f"NCCL used {', '.join(sorted(nets)) or 'no network it reported'} "
+                         "on an InfiniBand topology: a silent fallback"))
+        else:
+            rows.append(("transport", "PASS", "NCCL over IB"))
+    return rows
+
+
+def load_manifest(preset_dir: str) -> dict | None:
+    """The manifest, or None when it cannot be read (said in the verdict)."""
     try:
         import yaml
     except ImportError:
         return None
     try:
         with open(os.path.join(preset_dir, "preset.yaml"), encoding="utf-8") as handle:
-            return (yaml.safe_load(handle) or {}).get("expectations", {})
+            return yaml.safe_load(handle) or {}
     except (OSError, yaml.YAMLError):
         return None
 
 
-def collect(run_dir: str, mode: str, expectations: dict | None) -> list[tuple[str, str, str]]:
+def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, str, str]]:
     rows = []
-    if expectations is None:
+    if manifest is None:
         rows.append(("expectations", "WARN", "preset.yaml unreadable here (PyYAML missing?): floors not checked"))
-        expectations = {}
+        manifest = {}
+    expectations = manifest.get("expectations") or {}
+    stages = {}
     stages_file = os.path.join(run_dir, "stages.txt")
     if os.path.exists(stages_file):
         with open(stages_file, encoding="utf-8") as handle:
             for line in handle:
                 name, _, code = line.strip().partition(" ")
+                stages[name] = code
                 rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", f"exit code {code}"))
     for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
         with open(path, encoding="utf-8") as handle:
@@ -87,6 +131,16 @@ def collect(run_dir: str, mode: str, expectations: dict | None) -> list[tuple[st
         for name, check in report["checks"].items():
             if check["state"] == "FAIL":
                 rows.append((f"preflight {report['host']} {name}", "FAIL", check["detail"]))
+    if stages.get("probe") == "0":
+        probe_path = os.path.join(run_dir, "probe.json")
+        if not os.path.exists(probe_path):
+            rows.append(("probe", "FAIL", "the probe stage passed but wrote no probe.json"))
+        else:
+            with open(probe_path, encoding="utf-8") as handle:
+                probe = json.load(handle)
+            log_path = os.path.join(run_dir, "probe.log")
+            log_text = open(log_path, encoding="utf-8", errors="replace").read() if os.path.exists(log_path) else ""
+            rows += judge_probe(probe, manifest, mode, log_text)
     if mode == "functional":
         ranks = []
         for path in sorted(glob.glob(os.path.join(run_dir, "functional", "rank-*.json"))):
@@ -130,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(args.run_dir):
         print(f"verdict: no run folder {args.run_dir}", file=sys.stderr)
         return 2
-    rows = collect(args.run_dir, args.mode, load_expectations(args.preset))
+    rows = collect(args.run_dir, args.mode, load_manifest(args.preset))
     if not rows:
         rows = [("job", "FAIL", "no stage reported anything")]
     result = overall(rows)

@@ -56,3 +56,46 @@ def test_no_training_evidence_is_never_a_pass(tmp_path, mode):
 
 def test_missing_run_folder_could_not_run(tmp_path):
     assert verdict.main(["--run-dir", str(tmp_path / "nope"), "--preset", "x"]) == 2
+
+
+def probe_run(tmp_path, probe, log):
+    run = run_dir(tmp_path, "megatron-healthy.log", stages="preflight 0\nprobe 0\nmegatron 0\n")
+    shutil.copy(LOGS / probe, run / "probe.json")
+    shutil.copy(LOGS / log, run / "probe.log")
+    return run
+
+
+def test_healthy_probe_over_ib_passes(tmp_path):
+    code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", "nccl-ib.log"))
+    assert result["verdict"] == "PASS", result
+    assert {c["check"] for c in result["checks"]} >= {"gemm_tflops", "allreduce_busbw", "transport"}
+
+
+def test_socket_fallback_on_ib_topology_fails(tmp_path):
+    code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", "nccl-socket-fallback.log"))
+    transport = next(c for c in result["checks"] if c["check"] == "transport")
+    assert (code, transport["state"]) == (1, "FAIL") and "Socket" in transport["detail"]
+
+
+def test_slow_fabric_and_straggler_fail_with_numbers(tmp_path):
+    code, result = judge(probe_run(tmp_path, "probe-2node-slow.json", "nccl-ib.log"))
+    failed = {c["check"]: c["detail"] for c in result["checks"] if c["state"] == "FAIL"}
+    assert "120.0 GB/s" in failed["allreduce_busbw"] and "expected >= 350" in failed["allreduce_busbw"]
+    assert failed["gemm stragglers"] == "node2 rank 15"
+    assert "slowest rank 610, expected >= 700" in failed["gemm_tflops"]
+
+
+def test_probe_stage_without_result_fails(tmp_path):
+    run = run_dir(tmp_path, "megatron-healthy.log", stages="preflight 0\nprobe 0\nmegatron 0\n")
+    code, result = judge(run)
+    assert result["verdict"] == "FAIL"
+
+
+def test_straggler_rule():
+    from importlib.util import module_from_spec, spec_from_file_location
+    spec = spec_from_file_location("probe", ROOT / "scripts" / "probe.py")
+    probe = module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    assert probe.stragglers([780, 781, 779, 782, 700]) == [4]
+    assert probe.stragglers([780, 781, 779, 782, 760]) == []  # within 10% of the median
+    assert probe.stragglers([780, 700]) == []  # too few ranks to call one slow

@@ -1,22 +1,35 @@
 """The parallel plan and a per-GPU memory estimate for a preset at N nodes.
 
 `plan()` mirrors scripts/plan.sh line for line (tests/test_planner.py runs both for N = 1..64).
-`estimate_memory()` is DERIVED, not yet calibrated on a GPU: weights, gradients and optimizer
-state follow Megatron's mixed-precision layout; activations follow Korthikanti et al. (2022),
-"Reducing Activation Recomputation in Large Transformer Models", per layer
-s*b*h*(34 + 5*a*s/h) bytes without recompute, 34*s*b*h with selective recompute or flash
-attention (no s*s scores stored), 2*s*b*h with full recompute, divided by TP with sequence
-parallelism.
+
+`estimate_memory()`: what is MEASURED and what is DERIVED (docs/memory-calibration.md has the table;
+scripts/calibrate_memory.py re-measures on any CUDA machine):
+- derived from the layer structure (Korthikanti et al. 2022, adapted to SwiGLU, RMSNorm and GQA
+  with K/V expanded to all heads): 18*s*b*h + 6*s*b*ffn bytes of saved activations per layer;
+- measured on an H200 (megatron-core 0.19.2, local layer spec, unfused attention): 8*a*s^2*b bytes
+  per layer for the attention scores (theory says 7: fp32 softmax output, dropout mask and
+  output), 8*s*b*V bytes for the logits and their fp32 loss, 24 bytes per parameter at the end of
+  the backward pass (bf16 weights 2, fp32 gradient buffer 4, fp32 master weights and Adam 12, and 6
+  more: bf16 gradients in flight and allocator rounding), and 37 bytes per parameter at the peak
+  of torch's AdamW step (its foreach temporaries);
+- derived, not measured here (Transformer Engine does not run on the lent GPU): flash attention and
+  selective recompute drop the s^2 term; a fused Adam (TE/apex, what the container runs) updates in
+  place, so its step peak is taken as the backward-pass static bytes without activations.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 GIB = 2**30
-# CUDA context, NCCL buffers and allocator slack: a fixed allowance (not calibrated yet).
+# Not in torch's allocator statistics: CUDA context and NCCL buffers (derived allowance).
 FIXED_ALLOWANCE_GIB = 3.0
 # Fraction of GPU memory a plan may use; the rest is headroom for fragmentation and other sites' GPUs.
 HEADROOM_FRACTION = 0.85
+# Measured coefficients (see the module docstring and docs/memory-calibration.md).
+SCORES_BYTES = 8  # per a*s^2*b, per layer, unfused attention without recompute
+LOGITS_BYTES = 8  # per s*b*V
+OTHER_BYTES_PER_PARAM = 6  # bf16 gradients in flight and allocator rounding, beyond 2 + 4 + 12
+TORCH_ADAMW_STEP_BYTES_PER_PARAM = 37
 
 
 @dataclass
@@ -78,8 +91,11 @@ class Memory:
     weights_gib: float
     grads_gib: float
     optimizer_gib: float
+    other_gib: float
     activations_gib: float
     logits_gib: float
+    step_peak_gib: float
+    allocated_gib: float  # what torch.cuda.max_memory_allocated() should read
     fixed_gib: float
     total_gib: float
     budget_gib: float
@@ -94,22 +110,34 @@ def estimate_memory(manifest: dict, p: Plan) -> Memory:
     params = parameter_count(model)
     shard = params / (p.tp * p.pp)
     weights = 2 * shard  # bf16
-    grads = 4 * shard  # fp32 main gradients
-    optimizer = 12 * shard / p.dp  # fp32 master, Adam m and v, sharded by the distributed optimizer
+    grads = 4 * shard  # fp32 gradient buffer
+    optimizer = 12 * shard / p.dp  # fp32 master weights, Adam m and v, sharded by the distributed optimizer
+    other = OTHER_BYTES_PER_PARAM * shard
     s, b, h, a = model["seq_length"], model["micro_batch_size"], model["hidden_size"], model["num_attention_heads"]
-    if model["recompute"] == "full":
-        per_layer = 2 * s * b * h
-    elif model["recompute"] == "selective" or model["attention"] == "flash":
-        per_layer = 34 * s * b * h
-    else:
-        per_layer = s * b * h * (34 + 5 * a * s / h)
+    ffn = model["ffn_hidden_size"]
+    full_layer = 18 * s * b * h + 6 * s * b * ffn
+    scores = SCORES_BYTES * a * s * s * b
     layers_here = model["num_layers"] / p.pp
-    activations = per_layer * layers_here / p.tp
-    logits = 2 * 4 * s * b * model["vocab_size"] / p.tp  # fp32 logits and their gradient
-    total = (weights + grads + optimizer + activations + logits) / GIB + FIXED_ALLOWANCE_GIB
+    if model["recompute"] == "full":
+        activations = (2 * s * b * h * layers_here + full_layer + scores) / p.tp  # layer inputs + one layer redone
+    elif model["recompute"] == "selective" or model["attention"] == "flash":
+        activations = full_layer * layers_here / p.tp
+    else:
+        activations = (full_layer + scores) * layers_here / p.tp
+    logits = LOGITS_BYTES * s * b * model["vocab_size"] / p.tp
+    backward_peak = weights + grads + optimizer + other + activations + logits
+    if model.get("optimizer", "fused") == "torch":
+        # measured at DP=1: 12 bytes of weights/gradients/other stay, the rest is optimizer state and
+        # temporaries, which the distributed optimizer shards over DP (derived for DP > 1)
+        per_param_optimizer = TORCH_ADAMW_STEP_BYTES_PER_PARAM - (2 + 4 + OTHER_BYTES_PER_PARAM)
+        step_peak = weights + grads + other + per_param_optimizer * shard / p.dp
+    else:
+        step_peak = weights + grads + optimizer + other
+    allocated = max(backward_peak, step_peak) / GIB
+    total = allocated + FIXED_ALLOWANCE_GIB
     budget = manifest["topology"]["gpu"]["memory_gib"] * HEADROOM_FRACTION
-    return Memory(params, weights / GIB, grads / GIB, optimizer / GIB, activations / GIB, logits / GIB,
-                  FIXED_ALLOWANCE_GIB, total, budget)
+    return Memory(params, weights / GIB, grads / GIB, optimizer / GIB, other / GIB, activations / GIB,
+                  logits / GIB, step_peak / GIB, allocated, FIXED_ALLOWANCE_GIB, total, budget)
 
 
 def as_dict(p: Plan, mem: Memory | None) -> dict:
