@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test bench demo clean
+.PHONY: validate test bench bench-e2e demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ demo: $(STAMP)
 	grep '^verdict:' smoke-ethernet-only-$$job.out || true; \
 	echo "demo: job log smoke-ethernet-only-$$job.out, run folder smoke-runs/$$job/"; \
 	scripts/local-cluster down
+
+# Submit-to-verdict time of a 2-node job on the local Slurm cluster (needs root).
+bench-e2e: $(STAMP)
+	$(PY) bench/bench_e2e.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

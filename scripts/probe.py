@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 MIB = 2**20
 GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB
-CPU_SIZES = [2**16 * 4**k for k in range(5)]  # 64 KiB .. 16 MiB
+CPU_SIZES = [2**16 * 4**k for k in range(3)]  # 64 KiB .. 1 MiB: functional mode checks plumbing only
 
 
 def timed_allreduce(tensor: torch.Tensor, iters: int, warmup: int, cuda: bool) -> float:
@@ -100,10 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--sizes", help="comma-separated byte counts (default: 1 MiB..4 GiB on GPU, 64 KiB..16 MiB on CPU)")
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--gemm-n", type=int, default=None, help="GEMM size (default 8192 on GPU, 512 on CPU)")
-    parser.add_argument("--gemm-iters", type=int, default=20)
+    parser.add_argument("--iters", type=int, help="timed all-reduces per size (default 20 on GPU, 3 on CPU)")
+    parser.add_argument("--warmup", type=int, help="untimed all-reduces first (default 5 on GPU, 1 on CPU)")
+    parser.add_argument("--gemm-n", type=int, default=None, help="GEMM size (default 8192 on GPU, 256 on CPU)")
+    parser.add_argument("--gemm-iters", type=int, help="timed GEMMs (default 20 on GPU, 2 on CPU)")
     parser.add_argument("--plot", help="write a PNG of bus bandwidth against size (needs matplotlib)")
     args = parser.parse_args(argv)
 
@@ -113,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     dist.init_process_group("nccl" if cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     started = time.perf_counter()
+    args.iters = args.iters or (20 if cuda else 3)
+    args.warmup = args.warmup if args.warmup is not None else (5 if cuda else 1)
+    args.gemm_iters = args.gemm_iters or (20 if cuda else 2)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (GPU_SIZES if cuda else CPU_SIZES)
     sweep = []
     for size in sizes:
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             print(f"probe: all_reduce {size / MIB:10.1f} MiB  {seconds * 1e6:12.1f} us  "
                   f"algbw {algbw:8.2f} GB/s  busbw {busbw:8.2f} GB/s", flush=True)
-    n = args.gemm_n or (8192 if cuda else 512)
+    n = args.gemm_n or (8192 if cuda else 256)
     tflops = gather(gemm_tflops(n, args.gemm_iters, cuda), cuda)
     slow_gemm = stragglers(tflops)
     hosts = gather_text(socket.gethostname(), cuda)

@@ -71,11 +71,12 @@ def nccl_networks(log_text: str) -> set[str]:
 def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[tuple[str, str, str]]:
     rows = []
     expect = manifest.get("expectations") or {}
+    if mode == "functional":
+        # CPU processes share a few cores: timings show the plumbing works, nothing about speed.
+        rows.append(("probe", "PASS", f"{probe['world_size']} ranks over gloo; speed and stragglers not judged on CPU"))
+        return rows
     if probe.get("gemm_stragglers"):
         rows.append(("gemm stragglers", "FAIL", ", ".join(probe["gemm_stragglers"])))
-    if mode == "functional":
-        rows.append(("probe", "PASS", f"{probe['world_size']} ranks, gloo plumbing only (no bandwidth floor)"))
-        return rows
     slowest = min(probe["gemm_tflops"])
     floor = (expect.get("gemm_tflops") or {}).get("min")
     state = "PASS" if floor is None or slowest >= floor else "FAIL"

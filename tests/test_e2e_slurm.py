@@ -126,3 +126,19 @@ def test_broken_parallel_plan_fails_before_training(cluster):
     assert state == "FAILED"
     assert "no valid parallel plan" in log and "tensor parallel 4 does not divide 6 attention heads" in log
     assert "iteration" not in log
+
+
+def test_node_count_outside_the_range_fails_before_any_step(cluster, tmp_path):
+    """A copy of a preset that supports 2-64 nodes, submitted on 1: stopped by smoke_init."""
+    script = tmp_path / "train.sbatch"
+    text = (ROOT / "presets" / "ethernet-only" / "train.sbatch").read_text()
+    script.write_text(text.replace("smoke_init ethernet-only 1 64", "smoke_init ethernet-only 2 64"))
+    proc = subprocess.run(["sbatch", "--parsable", "--nodes", "1",
+                           f"--export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON={sys.executable}", str(script)],
+                          cwd=ROOT, capture_output=True, text=True, env=cluster, timeout=60)
+    job = proc.stdout.strip().split(";")[0]
+    state, exit_code, took = wait(cluster, job)
+    log = job_log("ethernet-only", job)
+    assert state == "FAILED" and exit_code == "2:0"
+    assert "supports 2 to 64 nodes; this job has 1" in log
+    assert "smoke: stage" not in log
