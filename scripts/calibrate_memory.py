@@ -1,21 +1,39 @@
-"""Measure the per-GPU memory of real Megatron-Core GPT training steps next to validator/planner.py's estimate.
+"""Measure the per-GPU memory of real Megatron-Core GPT training steps, phase by phase.
 
 Runs on any CUDA machine with megatron-core installed (pip install megatron-core; it needs torch,
-numpy, packaging). One process, one GPU (TP=PP=DP=1): Megatron's DistributedDataParallel with fp32
-gradient buffers and its distributed optimizer (Adam), bf16 weights, the local layer spec (no
-Transformer Engine: unfused attention, which stores the s x s scores). For each configuration it
-runs a few real training steps on random tokens and records torch.cuda.max_memory_allocated() and
-max_memory_reserved().
+numpy, packaging). One process, one GPU (TP=PP=DP=1), bf16 weights, Megatron's
+DistributedDataParallel with fp32 gradient buffers and its distributed optimizer, the local layer
+spec (no Transformer Engine). Each configuration picks:
 
-    python3 scripts/calibrate_memory.py --out docs/memory-calibration.json
+- attention: `unfused` (Megatron's DotProductAttention, which stores the s x s scores) or `flash`
+  (torch's scaled_dot_product_attention forced onto its flash kernel, a stand-in for Transformer
+  Engine's flash attention, which needs TE);
+- optimizer: `torch` (torch's foreach AdamW, what Megatron falls back to without TE or apex) or
+  `fused` (torch's fused AdamW, a stand-in for TE/apex FusedAdam: both update in place);
+- recompute: `none`, `selective` (core attention) or `full` (every layer, uniform, 1 per unit).
+
+For each configuration it runs a few real training steps on random tokens and records, from the
+last steps, torch.cuda.memory_allocated() between phases and the peak of each phase:
+static (weights, gradient buffer, optimizer state, persistent buffers), after the forward pass,
+the peak of forward+backward, and the peak of the optimizer step; plus max_memory_allocated() and
+max_memory_reserved() over the whole run. validator/planner.py's estimate is stored beside them.
+
+    python3 scripts/calibrate_memory.py --set fit --jobs 4 --out fit.json
+    python3 scripts/calibrate_memory.py --set held-out --out held.json
+
+Every configuration runs in a process of its own (Megatron keeps references that would leave one
+configuration's memory allocated in the next).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -23,39 +41,116 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from validator.planner import GIB, estimate_memory, plan  # noqa: E402
 
-# name, layers, hidden, ffn, heads, query groups, seq, micro batch
-CONFIGS = [
-    ("gpt-125m-s2048-b8", 12, 768, 3072, 12, 12, 2048, 8),
-    ("gpt-350m-s2048-b4", 24, 1024, 4096, 16, 16, 2048, 4),
-    ("gpt-1.6b-s2048-b4", 24, 2048, 8192, 16, 8, 2048, 4),
-    ("gpt-1.6b-s4096-b2", 24, 2048, 8192, 16, 8, 4096, 2),
-    ("gpt-2.9b-s2048-b2", 32, 2560, 10240, 20, 4, 2048, 2),
-    ("gpt-3.6b-s2048-b1", 16, 4096, 14336, 32, 8, 2048, 1),
-    ("gpt-1.6b-s2048-b8", 24, 2048, 8192, 16, 8, 2048, 8),
-]
-# Shapes not used to fit the coefficients: the check that the estimate holds beyond its fit.
-HELD_OUT = [
-    ("gpt-760m-s1024-b16", 24, 1536, 6144, 16, 4, 1024, 16),
-    ("gpt-1.2b-s3072-b2", 20, 2048, 5632, 32, 8, 3072, 2),
-    ("gpt-2.2b-s2048-b2", 28, 2560, 6912, 20, 20, 2048, 2),
-    ("gpt-3.4b-s1024-b1", 16, 4096, 11008, 32, 32, 1024, 1),
-    ("gpt-400m-s4096-b2", 16, 1280, 5120, 10, 2, 4096, 2),
-]
 VOCAB = 32000
 
 
-def manifest_for(layers, hidden, ffn, heads, groups, seq, micro, gpu_gib):
+@dataclass
+class Config:
+    name: str
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    groups: int
+    seq: int
+    micro: int
+    attention: str = "unfused"
+    optimizer: str = "torch"
+    recompute: str = "none"
+
+
+def _grid() -> list[Config]:
+    """Small models that move one dimension at a time, at 2 and 4 layers, so that each term's
+    coefficient (per layer and once per model) can be separated."""
+    shapes = [
+        # name, hidden, ffn, heads, groups, seq, micro
+        ("base", 1024, 4096, 16, 16, 2048, 2),
+        ("seq1024", 1024, 4096, 16, 16, 1024, 2),
+        ("seq4096", 1024, 4096, 16, 16, 4096, 2),
+        ("micro4", 1024, 4096, 16, 16, 2048, 4),
+        ("heads8", 1024, 4096, 8, 8, 2048, 2),
+        ("gqa4", 1024, 4096, 16, 4, 2048, 2),
+        ("ffn8192", 1024, 8192, 16, 16, 2048, 2),
+        ("h2048", 2048, 5632, 16, 16, 2048, 2),
+    ]
+    grid = []
+    for attention in ("unfused", "flash"):
+        for layers in (2, 4):
+            for name, h, f, a, g, s, b in shapes:
+                grid.append(Config(f"{name}-L{layers}-{attention}", layers, h, f, a, g, s, b, attention))
+    for recompute in ("selective", "full"):
+        for layers in (2, 4):
+            grid.append(Config(f"base-L{layers}-unfused-{recompute}", layers, 1024, 4096, 16, 16, 2048, 2,
+                               "unfused", "torch", recompute))
+    # the optimizer step: parameters from the layers, not the embeddings
+    for optimizer in ("torch", "fused"):
+        grid.append(Config(f"opt-1.6b-{optimizer}", 24, 2048, 8192, 16, 8, 512, 1, "flash", optimizer))
+        grid.append(Config(f"opt-3.5b-{optimizer}", 16, 4096, 11008, 32, 32, 512, 1, "flash", optimizer))
+    return grid
+
+
+FIT = _grid()
+# Full-size shapes never used to fit a coefficient, several near the 140 GiB of an H200.
+HELD_OUT = [
+    Config("gpt-1.1b-s4096-b2", 16, 2048, 5632, 16, 4, 4096, 2, "unfused", "torch"),
+    Config("gpt-2.7b-s2048-b4", 32, 2560, 6912, 32, 8, 2048, 4, "flash", "fused"),
+    Config("gpt-6.7b-s2048-b1", 32, 4096, 11008, 32, 8, 2048, 1, "flash", "fused"),
+    Config("gpt-700m-s8192-b4", 24, 1536, 4096, 12, 4, 8192, 4, "flash", "fused"),
+    Config("gpt-300m-s2048-b32", 24, 1024, 2816, 16, 16, 2048, 32, "flash", "torch"),
+    Config("gpt-1.3b-s2048-b6", 24, 2048, 5504, 16, 16, 2048, 6, "unfused", "fused"),
+    Config("gpt-3.7b-s1024-b2", 16, 4096, 14336, 32, 8, 1024, 2, "unfused", "torch"),
+    Config("gpt-1.6b-s4096-b4-full", 24, 2048, 8192, 16, 8, 4096, 4, "unfused", "fused", "full"),
+    Config("gpt-1.6b-s4096-b2-sel", 24, 2048, 8192, 16, 8, 4096, 2, "unfused", "fused", "selective"),
+    Config("gpt-8.4b-s2048-b1", 40, 4096, 11008, 32, 8, 2048, 1, "flash", "fused"),
+    Config("gpt-1.3b-s2048-b4", 24, 2048, 5504, 16, 16, 2048, 4, "unfused", "fused"),
+    # the two shapes the first estimator missed (docs/memory-calibration.md)
+    Config("gpt-3.4b-s1024-b1", 16, 4096, 11008, 32, 32, 1024, 1, "unfused", "torch"),
+    Config("gpt-400m-s4096-b2", 16, 1280, 5120, 10, 2, 4096, 2, "unfused", "torch"),
+]
+
+
+def manifest_for(c: Config, gpu_gib: float) -> dict:
     return {
         "topology": {"gpu": {"memory_gib": gpu_gib, "per_node": 1}},
-        "model": {"num_layers": layers, "hidden_size": hidden, "ffn_hidden_size": ffn,
-                  "num_attention_heads": heads, "num_query_groups": groups, "seq_length": seq,
-                  "vocab_size": VOCAB, "micro_batch_size": micro, "grad_accum_steps": 1,
-                  "attention": "unfused", "recompute": "none", "optimizer": "torch"},
+        "model": {"num_layers": c.layers, "hidden_size": c.hidden, "ffn_hidden_size": c.ffn,
+                  "num_attention_heads": c.heads, "num_query_groups": c.groups, "seq_length": c.seq,
+                  "vocab_size": VOCAB, "micro_batch_size": c.micro, "grad_accum_steps": 1,
+                  "attention": c.attention, "recompute": c.recompute, "optimizer": c.optimizer},
         "parallelism": {"tensor": 1, "pipeline": 1},
     }
 
 
-def measure(layers, hidden, ffn, heads, groups, seq, micro, steps):
+def flash_core_attention():
+    """A Megatron core-attention module that runs torch's flash kernel (stand-in for TE's)."""
+    from megatron.core.transformer.module import MegatronModule
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    class FlashCoreAttention(MegatronModule):
+        def __init__(self, config, layer_number, attn_mask_type, attention_type, cp_comm_type=None,
+                     softmax_scale=None, pg_collection=None):
+            super().__init__(config=config)
+            self.dropout = config.attention_dropout
+
+        def forward(self, query, key, value, attention_mask, attn_mask_type=None, attention_bias=None,
+                    packed_seq_params=None):
+            sq, b, heads, dim = query.shape
+            q, k, v = (t.permute(1, 2, 0, 3) for t in (query, key, value))  # [b, heads, s, dim]
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                out = torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True,
+                    enable_gqa=k.shape[1] != heads)
+            return out.permute(2, 0, 1, 3).reshape(sq, b, heads * dim)
+
+    return FlashCoreAttention
+
+
+class _FusedAdamW(torch.optim.AdamW):
+    def __init__(self, *args, **kwargs):
+        kwargs["fused"] = True
+        super().__init__(*args, **kwargs)
+
+
+def measure(c: Config, steps: int) -> dict:
     import torch.nn.functional as F
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -63,48 +158,73 @@ def measure(layers, hidden, ffn, heads, groups, seq, micro, steps):
     from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
     from megatron.core.transformer.transformer_config import TransformerConfig
 
+    recompute = {}
+    if c.recompute == "full":
+        recompute = {"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
+    elif c.recompute == "selective":
+        recompute = {"recompute_granularity": "selective"}
     config = TransformerConfig(
-        num_layers=layers, hidden_size=hidden, ffn_hidden_size=ffn, num_attention_heads=heads,
-        num_query_groups=groups, gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
-        normalization="RMSNorm", bf16=True, params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16)
-    model = GPTModel(config=config, transformer_layer_spec=get_gpt_layer_local_spec(normalization="RMSNorm"),
-                     vocab_size=VOCAB, max_sequence_length=seq, position_embedding_type="rope",
-                     share_embeddings_and_output_weights=False).cuda()
+        num_layers=c.layers, hidden_size=c.hidden, ffn_hidden_size=c.ffn, num_attention_heads=c.heads,
+        num_query_groups=c.groups, gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
+        normalization="RMSNorm", bf16=True, params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16,
+        **recompute)
+    spec = get_gpt_layer_local_spec(normalization="RMSNorm")
+    if c.attention == "flash":
+        spec.submodules.self_attention.submodules.core_attention = flash_core_attention()
+    model = GPTModel(config=config, transformer_layer_spec=spec, vocab_size=VOCAB, max_sequence_length=c.seq,
+                     position_embedding_type="rope", share_embeddings_and_output_weights=False).cuda()
     params = sum(p.numel() for p in model.parameters())
     ddp_config = DistributedDataParallelConfig(grad_reduce_in_fp32=True, use_distributed_optimizer=True)
     model = DistributedDataParallel(config=config, ddp_config=ddp_config, module=model)
-    optimizer = get_megatron_optimizer(
-        OptimizerConfig(optimizer="adam", lr=1e-4, bf16=True, use_distributed_optimizer=True), [model])
-    tokens = torch.randint(0, VOCAB, (micro, seq), device="cuda")
-    position_ids = torch.arange(seq, device="cuda").unsqueeze(0).expand(micro, -1)
-    mask = torch.triu(torch.ones(1, 1, seq, seq, device="cuda", dtype=torch.bool), diagonal=1)
+    torch_adamw = torch.optim.AdamW
+    if c.optimizer == "fused":
+        torch.optim.AdamW = _FusedAdamW
+    try:
+        optimizer = get_megatron_optimizer(
+            OptimizerConfig(optimizer="adam", lr=1e-4, bf16=True, use_distributed_optimizer=True), [model])
+    finally:
+        torch.optim.AdamW = torch_adamw
+    tokens = torch.randint(0, VOCAB, (c.micro, c.seq), device="cuda")
+    position_ids = torch.arange(c.seq, device="cuda").unsqueeze(0).expand(c.micro, -1)
+    mask = torch.triu(torch.ones(1, 1, c.seq, c.seq, device="cuda", dtype=torch.bool), diagonal=1)
+    allocated, peak = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
+    phases: dict[str, int] = {}
     losses, times = [], []
-    for _ in range(steps):
+    for step in range(steps):
         start = time.perf_counter()
         model.zero_grad_buffer()
         optimizer.zero_grad()
-        loss = model(tokens, position_ids, mask, labels=tokens).float().mean()
+        static = allocated()
+        torch.cuda.reset_peak_memory_stats()
+        output = model(tokens, position_ids, mask, labels=tokens)
+        loss = output.float().mean()
+        after_forward = allocated()
         loss.backward()
+        peak_backward = peak()
+        losses.append(loss.item())
+        del output, loss
+        torch.cuda.reset_peak_memory_stats()
         model.finish_grad_sync()
         optimizer.step()
+        peak_step = peak()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
-        losses.append(loss.item())
-    result = {"params": params, "max_allocated_gib": torch.cuda.max_memory_allocated() / GIB,
+        if step >= 1:  # step 0 creates the optimizer state and the persistent buffers
+            for key, value in (("static", static), ("after_forward", after_forward),
+                               ("peak_backward", peak_backward), ("peak_step", peak_step)):
+                phases[key] = max(phases.get(key, 0), value)
+    result = {"params": params, "bytes": phases,
+              "max_allocated_gib": max(phases["peak_backward"], phases["peak_step"]) / GIB,
               "max_reserved_gib": torch.cuda.max_memory_reserved() / GIB,
               "losses": losses, "step_s": times}
     del model, optimizer, tokens, mask
     return result
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--held-out", action="store_true", help="measure the held-out shapes instead")
-    args = parser.parse_args()
+def run_one(c: Config, steps: int) -> dict:
+    """One configuration in this process (a fresh one: Megatron keeps references that a failed or
+    finished model would otherwise leave allocated for the next configuration)."""
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29517")
     torch.distributed.init_process_group("nccl", rank=0, world_size=1)
     torch.cuda.set_device(0)
     from megatron.core import parallel_state
@@ -112,32 +232,55 @@ def main() -> int:
     parallel_state.initialize_model_parallel(1, 1)
     model_parallel_cuda_manual_seed(0)
     gpu_gib = torch.cuda.get_device_properties(0).total_memory / GIB
-    rows = []
-    for name, *shape in (HELD_OUT if args.held_out else CONFIGS):
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        manifest = manifest_for(*shape, gpu_gib)
-        est = estimate_memory(manifest, plan(1, 1, shape[3], shape[4], shape[6], 1, 1, 1))
-        row = {"name": name, "layers": shape[0], "hidden": shape[1], "ffn": shape[2], "heads": shape[3],
-               "query_groups": shape[4], "seq": shape[5], "micro_batch": shape[6],
-               "estimate_gib": round(est.allocated_gib, 2), "estimate_params": est.params_total,
-               "estimate_terms_gib": {"weights": round(est.weights_gib, 2), "grads": round(est.grads_gib, 2),
-                                      "optimizer": round(est.optimizer_gib, 2),
-                                      "activations": round(est.activations_gib, 2),
-                                      "logits": round(est.logits_gib, 2), "other": round(est.other_gib, 2),
-                                      "step_peak": round(est.step_peak_gib, 2)}}
-        try:
-            row.update(measure(*shape, steps=args.steps))
-            row["error_pct"] = round(100 * (row["estimate_gib"] - row["max_allocated_gib"]) / row["max_allocated_gib"], 1)
-        except torch.cuda.OutOfMemoryError as exc:
-            row["oom"] = str(exc).splitlines()[0]
-        rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k not in ("losses", "step_s", "estimate_terms_gib")}),
-              flush=True)
-    payload = {"device": torch.cuda.get_device_name(0), "gpu_gib": round(gpu_gib, 1), "torch": torch.__version__,
-               "megatron_core": __import__("megatron.core", fromlist=["__version__"]).__version__, "rows": rows}
-    Path(args.out).write_text(json.dumps(payload, indent=1))
+    row = asdict(c)
+    est = estimate_memory(manifest_for(c, gpu_gib), plan(1, 1, c.heads, c.groups, c.micro, 1, 1, 1))
+    row["estimate_gib"] = round(est.allocated_gib, 3)
+    try:
+        row.update(measure(c, steps))
+        row["error_pct"] = round(100 * (row["estimate_gib"] - row["max_allocated_gib"]) / row["max_allocated_gib"], 1)
+    except torch.cuda.OutOfMemoryError as exc:
+        row["oom"] = str(exc).splitlines()[0]
     torch.distributed.destroy_process_group()
+    return row
+
+
+def run_isolated(c: Config, steps: int, port: int) -> dict:
+    env = dict(os.environ, MASTER_PORT=str(port))
+    proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(asdict(c)), "--steps", str(steps)],
+                          capture_output=True, text=True, env=env)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode or not lines:
+        return {**asdict(c), "failed": proc.stderr.strip().splitlines()[-3:]}
+    return json.loads(lines[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--set", choices=("fit", "held-out"), default="fit")
+    parser.add_argument("--only", help="run only the configurations whose name contains this")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="configurations measured at once (each its own process; small ones only)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(Config(**json.loads(args.one)), args.steps)), flush=True)
+        return 0
+    if not args.out:
+        parser.error("--out is required")
+    configs = [c for c in (FIT if args.set == "fit" else HELD_OUT) if not args.only or args.only in c.name]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_isolated, c, args.steps, 29517 + i) for i, c in enumerate(configs)]
+        rows = []
+        for future in futures:
+            rows.append(future.result())
+            print(json.dumps({k: v for k, v in rows[-1].items() if k not in ("losses", "step_s")}), flush=True)
+    payload = {"device": torch.cuda.get_device_name(0), "gpu_gib": round(torch.cuda.get_device_properties(0).total_memory / GIB, 1),
+               "torch": torch.__version__,
+               "megatron_core": __import__("megatron.core", fromlist=["__version__"]).__version__,
+               "set": args.set, "steps": args.steps, "rows": rows}
+    Path(args.out).write_text(json.dumps(payload, indent=1))
     return 0
 
 
