@@ -41,9 +41,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from validator.planner import GIB, estimate_memory, plan  # noqa: E402
 
-VOCAB = 32000
-
-
 @dataclass
 class Config:
     name: str
@@ -57,6 +54,7 @@ class Config:
     attention: str = "unfused"
     optimizer: str = "torch"
     recompute: str = "none"
+    vocab: int = 32000
 
 
 def _grid() -> list[Config]:
@@ -106,6 +104,14 @@ HELD_OUT = [
     # the two shapes the first estimator missed (docs/memory-calibration.md)
     Config("gpt-3.4b-s1024-b1", 16, 4096, 11008, 32, 32, 1024, 1, "unfused", "torch"),
     Config("gpt-400m-s4096-b2", 16, 1280, 5120, 10, 2, 4096, 2, "unfused", "torch"),
+    # measured after the estimator was rewritten from the phase-by-phase fit: other vocabularies,
+    # recompute with flash attention, shapes placed near the limit by the new estimate
+    Config("gpt-3.6b-v128k-s4096-b2-sel", 28, 3072, 8192, 24, 8, 4096, 2, "flash", "fused", "selective", 128256),
+    Config("gpt-7.0b-s2048-b1-sel", 38, 4096, 11008, 32, 8, 2048, 1, "flash", "fused", "selective"),
+    Config("gpt-5.3b-s2048-b2", 28, 4096, 11008, 32, 8, 2048, 2, "flash", "torch"),
+    Config("gpt-1.3b-v50k-s2048-b12-sel", 16, 2048, 8192, 16, 16, 2048, 12, "unfused", "fused", "selective", 50304),
+    Config("gpt-3.7b-v50k-s4096-b6-full", 36, 2560, 10240, 20, 4, 4096, 6, "flash", "fused", "full", 50304),
+    Config("gpt-8.0b-v128k-s4096-b1-sel", 32, 4096, 14336, 32, 8, 4096, 1, "flash", "fused", "selective", 128256),
 ]
 
 
@@ -114,7 +120,7 @@ def manifest_for(c: Config, gpu_gib: float) -> dict:
         "topology": {"gpu": {"memory_gib": gpu_gib, "per_node": 1}},
         "model": {"num_layers": c.layers, "hidden_size": c.hidden, "ffn_hidden_size": c.ffn,
                   "num_attention_heads": c.heads, "num_query_groups": c.groups, "seq_length": c.seq,
-                  "vocab_size": VOCAB, "micro_batch_size": c.micro, "grad_accum_steps": 1,
+                  "vocab_size": c.vocab, "micro_batch_size": c.micro, "grad_accum_steps": 1,
                   "attention": c.attention, "recompute": c.recompute, "optimizer": c.optimizer},
         "parallelism": {"tensor": 1, "pipeline": 1},
     }
@@ -171,7 +177,7 @@ def measure(c: Config, steps: int) -> dict:
     spec = get_gpt_layer_local_spec(normalization="RMSNorm")
     if c.attention == "flash":
         spec.submodules.self_attention.submodules.core_attention = flash_core_attention()
-    model = GPTModel(config=config, transformer_layer_spec=spec, vocab_size=VOCAB, max_sequence_length=c.seq,
+    model = GPTModel(config=config, transformer_layer_spec=spec, vocab_size=c.vocab, max_sequence_length=c.seq,
                      position_embedding_type="rope", share_embeddings_and_output_weights=False).cuda()
     params = sum(p.numel() for p in model.parameters())
     ddp_config = DistributedDataParallelConfig(grad_reduce_in_fp32=True, use_distributed_optimizer=True)
@@ -184,7 +190,7 @@ def measure(c: Config, steps: int) -> dict:
             OptimizerConfig(optimizer="adam", lr=1e-4, bf16=True, use_distributed_optimizer=True), [model])
     finally:
         torch.optim.AdamW = torch_adamw
-    tokens = torch.randint(0, VOCAB, (c.micro, c.seq), device="cuda")
+    tokens = torch.randint(0, c.vocab, (c.micro, c.seq), device="cuda")
     position_ids = torch.arange(c.seq, device="cuda").unsqueeze(0).expand(c.micro, -1)
     mask = torch.triu(torch.ones(1, 1, c.seq, c.seq, device="cuda", dtype=torch.bool), diagonal=1)
     allocated, peak = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
@@ -213,6 +219,9 @@ def measure(c: Config, steps: int) -> dict:
             for key, value in (("static", static), ("after_forward", after_forward),
                                ("peak_backward", peak_backward), ("peak_step", peak_step)):
                 phases[key] = max(phases.get(key, 0), value)
+    # what the device holds beyond torch's reserved pool: CUDA context, cuBLAS and NCCL workspaces
+    free, total = torch.cuda.mem_get_info()
+    phases["outside_allocator"] = total - free - torch.cuda.memory_reserved()
     result = {"params": params, "bytes": phases,
               "max_allocated_gib": max(phases["peak_backward"], phases["peak_step"]) / GIB,
               "max_reserved_gib": torch.cuda.max_memory_reserved() / GIB,
@@ -259,7 +268,7 @@ def main() -> int:
     parser.add_argument("--out")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--set", choices=("fit", "held-out"), default="fit")
-    parser.add_argument("--only", help="run only the configurations whose name contains this")
+    parser.add_argument("--only", help="run only the configurations whose name contains one of these (comma-separated)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="configurations measured at once (each its own process; small ones only)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
@@ -269,7 +278,7 @@ def main() -> int:
         return 0
     if not args.out:
         parser.error("--out is required")
-    configs = [c for c in (FIT if args.set == "fit" else HELD_OUT) if not args.only or args.only in c.name]
+    configs = [c for c in (FIT if args.set == "fit" else HELD_OUT) if not args.only or any(part in c.name for part in args.only.split(","))]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_isolated, c, args.steps, 29517 + i) for i, c in enumerate(configs)]
         rows = []

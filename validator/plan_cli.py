@@ -50,8 +50,9 @@ def main(argv: list[str]) -> int:
             print(f"  TP {p.tp}  PP {p.pp}  DP {p.dp}  global batch {p.global_batch}")
             print(f"  memory per GPU (estimate, GiB; calibrated on an H200, see docs/memory-calibration.md): {m.params_total / 1e9:.2f}B params")
             for label, value in (("weights (bf16)", m.weights_gib), ("gradients (fp32)", m.grads_gib),
-                                 ("optimizer (sharded)", m.optimizer_gib), ("in-flight grads, other", m.other_gib),
-                                 ("activations", m.activations_gib), ("logits", m.logits_gib),
+                                 ("optimizer (sharded)", m.optimizer_gib), ("buffers (scores, RoPE)", m.other_gib),
+                                 ("activations (layers)", m.activations_gib), ("logits, embeddings", m.logits_gib),
+                                 ("backward transient", m.backward_gib),
                                  ("optimizer step peak", m.step_peak_gib), ("allocator peak", m.allocated_gib),
                                  ("CUDA/NCCL allowance", m.fixed_gib)):
                 print(f"    {label:22} {value:7.2f}")

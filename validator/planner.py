@@ -2,19 +2,14 @@
 
 `plan()` mirrors scripts/plan.sh line for line (tests/test_planner.py runs both for N = 1..64).
 
-`estimate_memory()`: what is MEASURED and what is DERIVED (docs/memory-calibration.md has the table;
-scripts/calibrate_memory.py re-measures on any CUDA machine):
-- derived from the layer structure (Korthikanti et al. 2022, adapted to SwiGLU, RMSNorm and GQA
-  with K/V expanded to all heads): 18*s*b*h + 6*s*b*ffn bytes of saved activations per layer;
-- measured on an H200 (megatron-core 0.19.2, local layer spec, unfused attention): 8*a*s^2*b bytes
-  per layer for the attention scores (theory says 7: fp32 softmax output, dropout mask and
-  output), 8*s*b*V bytes for the logits and their fp32 loss, 24 bytes per parameter at the end of
-  the backward pass (bf16 weights 2, fp32 gradient buffer 4, fp32 master weights and Adam 12, and 6
-  more: bf16 gradients in flight and allocator rounding), and 37 bytes per parameter at the peak
-  of torch's AdamW step (its foreach temporaries);
-- derived, not measured here (Transformer Engine does not run on the lent GPU): flash attention and
-  selective recompute drop the s^2 term; a fused Adam (TE/apex, what the container runs) updates in
-  place, so its step peak is taken as the backward-pass static bytes without activations.
+`estimate_memory()` follows one training step phase by phase, as torch's allocator sees it:
+static bytes (weights, gradient buffer, optimizer state), the activations saved by the forward
+pass, the transient at the start of the backward pass, and the optimizer step's transient; the peak
+is static plus the larger of the last two phases. docs/memory-calibration.md says which
+coefficients were MEASURED (fitted by validator/memory_fit.py on an H200 with megatron-core
+0.19.2, one GPU, rows in docs/calibration/h200-fit-set.json, checked on held-out shapes) and which
+are DERIVED (everything that needs more than one GPU: TP, PP and DP scaling, sequence parallelism,
+Transformer Engine's own kernels, for which torch's flash SDPA and fused AdamW stood in).
 """
 from __future__ import annotations
 
@@ -25,11 +20,19 @@ GIB = 2**30
 FIXED_ALLOWANCE_GIB = 3.0
 # Fraction of GPU memory a plan may use; the rest is headroom for fragmentation and other sites' GPUs.
 HEADROOM_FRACTION = 0.85
-# Measured coefficients (see the module docstring and docs/memory-calibration.md).
-SCORES_BYTES = 8  # per a*s^2*b, per layer, unfused attention without recompute
-LOGITS_BYTES = 8  # per s*b*V
-OTHER_BYTES_PER_PARAM = 6  # bf16 gradients in flight and allocator rounding, beyond 2 + 4 + 12
-TORCH_ADAMW_STEP_BYTES_PER_PARAM = 37
+
+# Fitted coefficients, bytes per element (validator/memory_fit.py prints them from the fit file;
+# tests/test_planner.py checks that these agree with it).
+STATIC_BYTES_PER_PARAM = 18  # bf16 weights 2 + fp32 gradient buffer 4 + fp32 master weights and Adam 12
+STATIC_OTHER_BYTES = 76e6  # RoPE cache and masks
+SCORE_BUFFER_BYTES = 2.0  # Megatron's persistent bf16 score buffer, per a*s^2*b (unfused)
+LAYER_SBH, LAYER_SBKV, LAYER_SBF = 28.3, 6.0, 10.0  # saved per layer, per s*b*h, s*b*kv, s*b*ffn
+LAYER_SCORES = 7.0  # saved per layer, per a*s^2*b, unfused attention (fp32 softmax, dropout mask, bf16 probs)
+ONCE_SBV, ONCE_SBH = 4.0, 11.0  # saved once per model: logits and loss, embedding output and final norm
+BACKWARD_SBV, BACKWARD_SBH = 2.0, 2.0  # transient when the backward pass starts (logit gradients)
+BACKWARD_SCORES = {"none": 9.0, "selective": 16.3}  # one unfused attention backward (and its recompute)
+BACKWARD_FREED_SBV = 8.1  # what the loss's backward has freed by the time the first attention runs
+STEP_BYTES_PER_PARAM = {"torch": 4.0, "fused": 0.16}  # foreach AdamW's sqrt temporary; fused updates in place
 
 
 @dataclass
@@ -91,10 +94,11 @@ class Memory:
     weights_gib: float
     grads_gib: float
     optimizer_gib: float
-    other_gib: float
-    activations_gib: float
-    logits_gib: float
-    step_peak_gib: float
+    other_gib: float  # persistent buffers: score buffer, RoPE cache
+    activations_gib: float  # saved by the transformer layers
+    logits_gib: float  # saved once per model: logits, loss, embedding output
+    backward_gib: float  # transient at the start of the backward pass
+    step_peak_gib: float  # static bytes plus the optimizer step's transient
     allocated_gib: float  # what torch.cuda.max_memory_allocated() should read
     fixed_gib: float
     total_gib: float
@@ -108,36 +112,49 @@ class Memory:
 def estimate_memory(manifest: dict, p: Plan) -> Memory:
     model = manifest["model"]
     params = parameter_count(model)
-    shard = params / (p.tp * p.pp)
-    weights = 2 * shard  # bf16
-    grads = 4 * shard  # fp32 gradient buffer
-    optimizer = 12 * shard / p.dp  # fp32 master weights, Adam m and v, sharded by the distributed optimizer
-    other = OTHER_BYTES_PER_PARAM * shard
+    tp, pp, dp = p.tp, p.pp, p.dp
+    shard = params / (tp * pp)
     s, b, h, a = model["seq_length"], model["micro_batch_size"], model["hidden_size"], model["num_attention_heads"]
-    ffn = model["ffn_hidden_size"]
-    full_layer = 18 * s * b * h + 6 * s * b * ffn
-    scores = SCORES_BYTES * a * s * s * b
-    layers_here = model["num_layers"] / p.pp
-    if model["recompute"] == "full":
-        activations = (2 * s * b * h * layers_here + full_layer + scores) / p.tp  # layer inputs + one layer redone
-    elif model["recompute"] == "selective" or model["attention"] == "flash":
-        activations = full_layer * layers_here / p.tp
+    kv = model["num_query_groups"] * (h // a)
+    sbh, sbkv, sbf = s * b * h, s * b * kv, s * b * model["ffn_hidden_size"]
+    sbv, scores = s * b * model["vocab_size"], a * s * s * b
+    unfused = model["attention"] == "unfused"  # flash attention never holds the s x s scores
+    recompute = model["recompute"]
+
+    weights, grads = 2 * shard, 4 * shard  # bf16 weights, fp32 gradient buffer
+    optimizer = 12 * shard / dp  # fp32 master weights, Adam m and v: sharded by the distributed optimizer
+    other = STATIC_OTHER_BYTES + (SCORE_BUFFER_BYTES * scores / tp if unfused else 0)
+    static = weights + grads + optimizer + other
+
+    # Activations are divided by TP: with sequence parallelism (megatron-node turns it on with TP > 1)
+    # every saved tensor of a layer is split over the TP ranks. With pipelining, the first stage
+    # holds min(PP, micro-batches) micro-batches in flight under 1F1B.
+    layer_linear = (LAYER_SBH * sbh + LAYER_SBKV * sbkv + LAYER_SBF * sbf) / tp
+    layer_scores = LAYER_SCORES * scores / tp if unfused else 0.0
+    in_flight = min(pp, model["grad_accum_steps"]) if pp > 1 else 1
+    layers_here = model["num_layers"] / pp
+    if recompute == "full":  # only each layer's input is kept; one layer is redone in the backward pass
+        activations = 2 * sbh / tp * layers_here * in_flight
+        redone = layer_linear + layer_scores
+    elif recompute == "selective":  # core attention recomputed: its scores are not kept
+        activations = layer_linear * layers_here * in_flight
+        redone = 0.0
     else:
-        activations = (full_layer + scores) * layers_here / p.tp
-    logits = LOGITS_BYTES * s * b * model["vocab_size"] / p.tp
-    backward_peak = weights + grads + optimizer + other + activations + logits
-    if model.get("optimizer", "fused") == "torch":
-        # measured at DP=1: 12 bytes of weights/gradients/other stay, the rest is optimizer state and
-        # temporaries, which the distributed optimizer shards over DP (derived for DP > 1)
-        per_param_optimizer = TORCH_ADAMW_STEP_BYTES_PER_PARAM - (2 + 4 + OTHER_BYTES_PER_PARAM)
-        step_peak = weights + grads + other + per_param_optimizer * shard / p.dp
-    else:
-        step_peak = weights + grads + optimizer + other
+        activations = (layer_linear + layer_scores) * layers_here * in_flight
+        redone = 0.0
+    once = (ONCE_SBV * sbv + ONCE_SBH * sbh) / tp
+    attention_backward = 0.0
+    if unfused:
+        factor = BACKWARD_SCORES["selective" if recompute == "selective" else "none"]
+        attention_backward = max(0.0, (factor * scores - BACKWARD_FREED_SBV * sbv) / tp)
+    backward = (BACKWARD_SBV * sbv + BACKWARD_SBH * sbh) / tp + redone + attention_backward
+    backward_peak = static + activations + once + backward
+    step_peak = static + STEP_BYTES_PER_PARAM[model.get("optimizer", "fused")] * shard / dp
     allocated = max(backward_peak, step_peak) / GIB
     total = allocated + FIXED_ALLOWANCE_GIB
     budget = manifest["topology"]["gpu"]["memory_gib"] * HEADROOM_FRACTION
     return Memory(params, weights / GIB, grads / GIB, optimizer / GIB, other / GIB, activations / GIB,
-                  logits / GIB, step_peak / GIB, allocated, FIXED_ALLOWANCE_GIB, total, budget)
+                  once / GIB, backward / GIB, step_peak / GIB, allocated, FIXED_ALLOWANCE_GIB, total, budget)
 
 
 def as_dict(p: Plan, mem: Memory | None) -> dict:
