@@ -16,6 +16,9 @@ import sys
 
 _ITER = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?lm loss: ([0-9.eE+-]+|nan|inf)", re.IGNORECASE)
 _TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\): ([0-9.]+)")
+# torchrun's summary of the first rank that failed
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):.*?host\s*: (\S+).*?rank\s*: (\d+).*?"
+                         r"exitcode\s*: (-?\d+)[^\n]*?(?:\((SIG\w+)\))?\s*$", re.DOTALL | re.MULTILINE)
 
 
 def parse_training_log(text: str) -> dict:
@@ -99,6 +102,20 @@ def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[t
     return rows
 
 
+def failure_cause(log_text: str) -> str | None:
+    """Why a stage's torchrun failed, in one line, from its log; None when the log does not say."""
+    if "RendezvousTimeoutError" in log_text:
+        timeout = os.environ.get("SMOKE_RDZV_TIMEOUT", "300")
+        return (f"the rendezvous did not form: not every node's torchrun joined within SMOKE_RDZV_TIMEOUT "
+                f"({timeout} s); look for a node that hung or could not reach MASTER_ADDR:MASTER_PORT")
+    match = _ROOT_CAUSE.search(log_text)
+    if match:
+        host, rank, code, signal = match.groups()
+        how = f"was killed by {signal}" if signal and int(code) < 0 else f"exited with code {code}"
+        return f"rank {rank} on {host} {how} first; the other ranks were stopped after it"
+    return None
+
+
 def load_manifest(preset_dir: str) -> dict | None:
     """The manifest, or None when it cannot be read (said in the verdict)."""
     try:
@@ -125,7 +142,14 @@ def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, s
             for line in handle:
                 name, _, code = line.strip().partition(" ")
                 stages[name] = code
-                rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", f"exit code {code}"))
+                detail = f"exit code {code}"
+                stage_log = os.path.join(run_dir, f"{name}.log")
+                if code != "0" and os.path.exists(stage_log):
+                    with open(stage_log, encoding="utf-8", errors="replace") as log_handle:
+                        cause = failure_cause(log_handle.read())
+                    if cause:
+                        detail += f": {cause}"
+                rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", detail))
     for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)

@@ -118,6 +118,34 @@ def test_killed_rank_fails_the_job_fast(cluster):
     assert verdict["verdict"] == "FAIL"
 
 
+def test_rendezvous_that_cannot_form_fails_within_the_documented_bound(cluster, tmp_path):
+    """One node's launcher never starts (a stuck container start, a hung filesystem): the other
+    node's torchrun must give up after SMOKE_RDZV_TIMEOUT and the job end within that plus
+    SMOKE_STEP_GRACE (README), plus start-up, instead of waiting for the time limit."""
+    rdzv_timeout, grace, start_up = 20, 10, 30
+    # Test double: a Python that hangs on node2 when asked to run torchrun, and is the real one otherwise.
+    hanging_python = tmp_path / "python-hangs-on-node2"
+    hanging_python.write_text(f"""#!/bin/bash
+if [[ $(hostname) == node2 && " $* " == *" torch.distributed.run "* ]]; then exec sleep 600; fi
+exec {sys.executable} "$@"
+""")
+    hanging_python.chmod(0o755)
+    proc = subprocess.run(["sbatch", "--parsable", "--nodes", "2",
+                           f"--export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON={hanging_python},"
+                           f"SMOKE_RDZV_TIMEOUT={rdzv_timeout},SMOKE_STEP_GRACE={grace}",
+                           "presets/ethernet-only/train.sbatch"], cwd=ROOT, capture_output=True, text=True,
+                          env=cluster, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    job = proc.stdout.strip().split(";")[0]
+    state, exit_code, took = wait(cluster, job, timeout=180)
+    assert took < rdzv_timeout + grace + start_up, f"the job took {took:.0f} s to fail"
+    assert state == "FAILED" and exit_code != "0:0"
+    verdict = json.loads((ROOT / "smoke-runs" / job / "verdict.json").read_text())
+    assert verdict["verdict"] == "FAIL"
+    stage = next(c for c in verdict["checks"] if c["check"] == "stage probe")
+    assert "the rendezvous did not form" in stage["detail"] and f"({rdzv_timeout} s)" in stage["detail"]
+
+
 def test_broken_parallel_plan_fails_before_training(cluster):
     job = submit(cluster, "ethernet-only", 1,
                  extra=",MEGATRON_NUM_ATTENTION_HEADS=6,MEGATRON_TENSOR_PARALLEL=4")

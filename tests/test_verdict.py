@@ -99,3 +99,26 @@ def test_straggler_rule():
     assert probe.stragglers([780, 781, 779, 782, 700]) == [4]
     assert probe.stragglers([780, 781, 779, 782, 760]) == []  # within 10% of the median
     assert probe.stragglers([780, 700]) == []  # too few ranks to call one slow
+
+
+def test_rendezvous_timeout_is_named_as_the_cause(tmp_path, monkeypatch):
+    """Recorded on the local Slurm cluster: node2's launcher never started, node1's torchrun gave up."""
+    monkeypatch.setenv("SMOKE_RDZV_TIMEOUT", "20")
+    shutil.copy(LOGS / "stage-rdzv-timeout-recorded.log", tmp_path / "probe.log")
+    code, result = judge(run_dir(tmp_path, stages="preflight 0\nprobe 143\n"))
+    probe = next(c for c in result["checks"] if c["check"] == "stage probe")
+    assert code == 1 and probe["state"] == "FAIL"
+    assert "exit code 143: the rendezvous did not form" in probe["detail"] and "(20 s)" in probe["detail"]
+
+
+def test_killed_rank_is_named_as_the_cause(tmp_path):
+    """Recorded on the local Slurm cluster: rank 3 on node1 was sent SIGKILL mid-run."""
+    shutil.copy(LOGS / "stage-killed-rank-recorded.log", tmp_path / "megatron.log")
+    code, result = judge(run_dir(tmp_path, stages="preflight 0\nprobe 0\nmegatron 143\n"), mode="functional")
+    stage = next(c for c in result["checks"] if c["check"] == "stage megatron")
+    assert stage["detail"] == "exit code 143: rank 3 on node1 was killed by SIGKILL first; the other ranks were stopped after it"
+
+
+@pytest.mark.parametrize("text", ["", "srun: error: node1: task 0: Exited with exit code 1\n"])
+def test_unknown_failure_keeps_the_exit_code_alone(text):
+    assert verdict.failure_cause(text) is None
