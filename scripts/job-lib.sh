@@ -33,6 +33,17 @@ smoke_init() {
     fi
     # One folder per job: logs, TensorBoard, the verdict. The job id keeps concurrent runs apart.
     SMOKE_OUT=${SMOKE_OUTPUT_ROOT:-$SLURM_SUBMIT_DIR/smoke-runs}/$SLURM_JOB_ID
+    # Job ids repeat (a requeued job, a controller whose state was reset, MaxJobId wrapping): an
+    # earlier run's files must not be judged as this one's.
+    local earlier contents=""
+    if [[ -d $SMOKE_OUT ]]; then
+        contents=$(ls -A "$SMOKE_OUT")
+    fi
+    if [[ -n $contents ]]; then
+        earlier=$SMOKE_OUT.earlier-$(date -r "$SMOKE_OUT" +%Y%m%dT%H%M%S)
+        mv "$SMOKE_OUT" "$earlier"
+        echo "smoke: $SMOKE_OUT held an earlier run with this job id; moved to $earlier"
+    fi
     mkdir -p "$SMOKE_OUT"
     chmod 0750 "$SMOKE_OUT"
     # Rendezvous on the first node of the allocation, resolved here (not inside a container
