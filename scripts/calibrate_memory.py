@@ -242,7 +242,7 @@ def run_one(c: Config, steps: int) -> dict:
     model_parallel_cuda_manual_seed(0)
     gpu_gib = torch.cuda.get_device_properties(0).total_memory / GIB
     row = asdict(c)
-    est = estimate_memory(manifest_for(c, gpu_gib), plan(1, 1, c.heads, c.groups, c.micro, 1, 1, 1))
+    est = estimate_memory(manifest_for(c, gpu_gib), plan(1, 1, c.heads, c.groups, c.micro, 1, 1, 1), pad_vocab=False)
     row["estimate_gib"] = round(est.allocated_gib, 3)
     try:
         row.update(measure(c, steps))

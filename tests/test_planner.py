@@ -8,18 +8,21 @@ import yaml
 
 from conftest import ROOT, edited_preset, run_validator
 from validator import memory_fit, planner
-from validator.planner import estimate_memory, plan, plan_for
+from validator.planner import estimate_memory, padded_vocab, plan, plan_for
 
-CASES = [  # heads, groups, micro, accum, tensor, gpus per node
-    (32, 8, 1, 2, "auto", 8), (16, 8, 2, 2, "auto", 1), (16, 4, 1, 2, "auto", 8), (16, 4, 1, 2, "auto", 4),
-    (12, 4, 2, 1, "auto", 8), (32, 8, 1, 1, 16, 8), (6, 6, 1, 1, 4, 8), (40, 8, 1, 4, "auto", 8), (24, 3, 1, 1, "auto", 2),
+CASES = [  # heads, groups, micro, accum, tensor, gpus per node, sequence, layers, pipeline
+    (32, 8, 1, 2, "auto", 8, 4096, 24, 1), (16, 8, 2, 2, "auto", 1, 4096, 24, 1), (16, 4, 1, 2, "auto", 8, 2048, 12, 1),
+    (16, 4, 1, 2, "auto", 4, 2048, 12, 1), (12, 4, 2, 1, "auto", 8, 2048, 24, 1), (32, 8, 1, 1, 16, 8, 4096, 32, 1),
+    (6, 6, 1, 1, 4, 8, 2048, 24, 1), (40, 8, 1, 4, "auto", 8, 4096, 40, 1), (24, 3, 1, 1, "auto", 2, 2048, 24, 1),
+    (32, 8, 1, 4, "auto", 8, 4100, 24, 1),  # sequence not divisible by TP 8 (sequence parallelism)
+    (32, 8, 1, 4, "auto", 8, 4096, 24, 2), (32, 8, 1, 4, "auto", 8, 4096, 30, 4),  # pipeline stages
 ]
 
 
-def bash_plans(heads, groups, micro, accum, tensor, gpus, nodes_max=64):
+def bash_plans(heads, groups, micro, accum, tensor, gpus, seq, layers, pipeline, nodes_max=64):
     script = f"""source {ROOT}/scripts/plan.sh
 for n in $(seq 1 {nodes_max}); do
-  smoke_plan {gpus} $n {heads} {groups} {micro} {accum} {tensor} 1
+  smoke_plan {gpus} $n {heads} {groups} {micro} {accum} {tensor} {pipeline} {seq} {layers}
   echo "$n|$PLAN_TP|$PLAN_DP|$PLAN_GLOBAL_BATCH|$PLAN_ERROR"
   PLAN_DP= PLAN_GLOBAL_BATCH=
 done"""
@@ -29,13 +32,37 @@ done"""
 
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
 def test_planner_agrees_with_plan_sh(case):
-    heads, groups, micro, accum, tensor, gpus = case
+    heads, groups, micro, accum, tensor, gpus, seq, layers, pipeline = case
+    errors = set()
     for n, tp, dp, gbs, error in bash_plans(*case):
-        p = plan(gpus, int(n), heads, groups, micro, accum, tensor, 1)
+        p = plan(gpus, int(n), heads, groups, micro, accum, tensor, pipeline, seq, layers)
         assert p.error == error
         assert str(p.tp) == tp
+        errors.add(error)
         if not error:
             assert (str(p.dp), str(p.global_batch)) == (dp, gbs)
+    if seq == 4100:
+        assert errors == {"sequence length 4100 is not divisible by tensor parallel 8 (sequence parallelism)"}
+    if layers == 30:
+        assert "30 layers do not split evenly into 4 pipeline stages" in errors
+
+
+def test_vocabulary_is_padded_as_pretrain_gpt_does():
+    assert padded_vocab(32000, 1) == 32128  # NullTokenizer's end-of-document token, then 128
+    assert padded_vocab(32000, 8) == 32768  # a multiple of 128 x TP
+    assert padded_vocab(50303, 1) == 50304
+
+
+def test_pipeline_estimate_is_the_busier_stage():
+    manifest = yaml.safe_load((ROOT / "presets" / "h100-ib-8port" / "preset.yaml").read_text())
+    manifest["parallelism"]["pipeline"] = 2
+    manifest["model"]["grad_accum_steps"] = 8
+    one = estimate_memory(manifest, plan_for(manifest, 2))
+    manifest["parallelism"]["pipeline"] = 1
+    flat = estimate_memory(manifest, plan_for(manifest, 2))
+    # half the layers' weights per GPU, but the first stage keeps two micro-batches in flight
+    assert one.weights_gib < flat.weights_gib
+    assert one.activations_gib == pytest.approx(flat.activations_gib)
 
 
 def test_every_preset_plans_on_every_node_count_and_fits():
@@ -82,7 +109,8 @@ def calibration_rows():
 
 @pytest.mark.parametrize("row,gpu_gib", list(calibration_rows()))
 def test_estimate_against_recorded_h200_measurements(row, gpu_gib):
-    est = estimate_memory(memory_fit.manifest_for(row, gpu_gib), plan(1, 1, row["heads"], row["groups"], row["micro"], 1, 1, 1))
+    est = estimate_memory(memory_fit.manifest_for(row, gpu_gib), plan(1, 1, row["heads"], row["groups"], row["micro"], 1, 1, 1),
+                          pad_vocab=False)
     if "bytes" in row:
         assert est.params_total == row["params"]
         assert abs(est.allocated_gib / row["max_allocated_gib"] - 1) <= TARGET, (est.allocated_gib, row["max_allocated_gib"])

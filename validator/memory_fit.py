@@ -146,7 +146,8 @@ def table(data: dict) -> str:
              "| reserved GiB | estimate GiB | error |", "|---|---|---|---|---|---|---|---|---|"]
     errors = []
     for r in data["rows"]:
-        est = estimate_memory(manifest_for(r, data["gpu_gib"]), plan(1, 1, r["heads"], r["groups"], r["micro"], 1, 1, 1))
+        est = estimate_memory(manifest_for(r, data["gpu_gib"]), plan(1, 1, r["heads"], r["groups"], r["micro"], 1, 1, 1),
+                              pad_vocab=False)
         head = (f"| {r['name']} | {r['layers']}/{r['hidden']}/{r['ffn']}/{r['heads']}/{r['groups']} "
                 f"| {r['seq']} x {r['micro']}, {r.get('vocab', VOCAB) // 1000}k "
                 f"| {r['attention']}, {r['recompute']}, {r['optimizer']} | {est.params_total / 1e9:.2f}B ")

@@ -48,7 +48,7 @@ class Plan:
 
 
 def plan(gpus: int, nodes: int, heads: int, groups: int, micro_batch: int, grad_accum: int,
-         tensor: str | int, pipeline: int) -> Plan:
+         tensor: str | int, pipeline: int, seq_length: int = 0, num_layers: int = 0) -> Plan:
     p = Plan(nodes=nodes, gpus_per_node=gpus, world=gpus * nodes, pp=pipeline)
     if tensor == "auto":
         p.tp = 1
@@ -66,6 +66,10 @@ def plan(gpus: int, nodes: int, heads: int, groups: int, micro_batch: int, grad_
         p.error = f"tensor parallel {p.tp} is larger than the {gpus} GPUs of a node"
     elif p.world % (p.tp * p.pp):
         p.error = f"world size {p.world} is not divisible by TP x PP = {p.tp * p.pp}"
+    elif p.tp > 1 and seq_length % p.tp:
+        p.error = f"sequence length {seq_length} is not divisible by tensor parallel {p.tp} (sequence parallelism)"
+    elif num_layers % p.pp:
+        p.error = f"{num_layers} layers do not split evenly into {p.pp} pipeline stages"
     if p.error:
         return p
     p.dp = p.world // (p.tp * p.pp)
@@ -77,15 +81,26 @@ def plan_for(manifest: dict, nodes: int, gpus: int | None = None) -> Plan:
     m, par = manifest["model"], manifest["parallelism"]
     return plan(gpus or manifest["topology"]["gpu"]["per_node"], nodes, m["num_attention_heads"],
                 m["num_query_groups"], m["micro_batch_size"], m["grad_accum_steps"],
-                par["tensor"], par["pipeline"])
+                par["tensor"], par["pipeline"], m["seq_length"], m["num_layers"])
 
 
-def parameter_count(model: dict) -> int:
+def padded_vocab(vocab: int, tp: int) -> int:
+    """The vocabulary Megatron's pretrain_gpt.py builds: NullTokenizer (what the presets use) adds an
+    end-of-document token, then the size is padded to a multiple of 128 x TP
+    (--make-vocab-size-divisible-by 128)."""
+    multiple = 128 * tp
+    return -(-(vocab + 1) // multiple) * multiple
+
+
+def layer_parameters(model: dict) -> int:
     h, a, g = model["hidden_size"], model["num_attention_heads"], model["num_query_groups"]
     kv = g * (h // a)
-    per_layer = h * h + 2 * h * kv + h * h + 3 * h * model["ffn_hidden_size"] + 2 * h
-    embeddings = 2 * model["vocab_size"] * h  # untied input and output embeddings
-    return model["num_layers"] * per_layer + embeddings + h
+    return h * h + 2 * h * kv + h * h + 3 * h * model["ffn_hidden_size"] + 2 * h
+
+
+def parameter_count(model: dict, vocab: int | None = None) -> int:
+    embeddings = 2 * (vocab or model["vocab_size"]) * model["hidden_size"]  # untied input and output
+    return model["num_layers"] * layer_parameters(model) + embeddings + model["hidden_size"]
 
 
 @dataclass
@@ -109,15 +124,33 @@ class Memory:
         return self.total_gib <= self.budget_gib
 
 
-def estimate_memory(manifest: dict, p: Plan) -> Memory:
+def estimate_memory(manifest: dict, p: Plan, pad_vocab: bool = True) -> Memory:
+    """The per-GPU estimate of the busiest pipeline stage. pad_vocab=False for a GPTModel built with
+    the exact vocabulary (the calibration runs), True for what pretrain_gpt.py builds."""
     model = manifest["model"]
-    params = parameter_count(model)
+    vocab = padded_vocab(model["vocab_size"], p.tp) if pad_vocab else model["vocab_size"]
+    params = parameter_count(model, vocab)
+    if p.pp == 1:
+        return _stage_memory(manifest, p, vocab, params, params, first=True, last=True)
+    # The first stage holds the input embedding and the most micro-batches in flight; the last
+    # holds the output layer, the final norm and the logits: the larger of the two is the estimate.
+    stage_layers = model["num_layers"] // p.pp * layer_parameters(model)
+    h = model["hidden_size"]
+    first = _stage_memory(manifest, p, vocab, params, stage_layers + vocab * h, first=True, last=False)
+    last = _stage_memory(manifest, p, vocab, params, stage_layers + vocab * h + h, first=False, last=True)
+    return max(first, last, key=lambda m: m.allocated_gib)
+
+
+def _stage_memory(manifest: dict, p: Plan, vocab: int, params: int, stage_params: int, first: bool,
+                  last: bool) -> Memory:
+    model = manifest["model"]
     tp, pp, dp = p.tp, p.pp, p.dp
-    shard = params / (tp * pp)
+    shard = stage_params / tp
     s, b, h, a = model["seq_length"], model["micro_batch_size"], model["hidden_size"], model["num_attention_heads"]
     kv = model["num_query_groups"] * (h // a)
     sbh, sbkv, sbf = s * b * h, s * b * kv, s * b * model["ffn_hidden_size"]
-    sbv, scores = s * b * model["vocab_size"], a * s * s * b
+    sbv = s * b * vocab if last else 0  # logits exist on the last stage only
+    scores = a * s * s * b
     unfused = model["attention"] == "unfused"  # flash attention never holds the s x s scores
     recompute = model["recompute"]
 
@@ -127,11 +160,11 @@ def estimate_memory(manifest: dict, p: Plan) -> Memory:
     static = weights + grads + optimizer + other
 
     # Activations are divided by TP: with sequence parallelism (megatron-node turns it on with TP > 1)
-    # every saved tensor of a layer is split over the TP ranks. With pipelining, the first stage
-    # holds min(PP, micro-batches) micro-batches in flight under 1F1B.
+    # every saved tensor of a layer is split over the TP ranks. Under 1F1B the first pipeline stage
+    # holds min(PP, micro-batches) micro-batches in flight, the last one.
     layer_linear = (LAYER_SBH * sbh + LAYER_SBKV * sbkv + LAYER_SBF * sbf) / tp
     layer_scores = LAYER_SCORES * scores / tp if unfused else 0.0
-    in_flight = min(pp, model["grad_accum_steps"]) if pp > 1 else 1
+    in_flight = min(pp, model["grad_accum_steps"]) if first and pp > 1 else 1
     layers_here = model["num_layers"] / pp
     if recompute == "full":  # only each layer's input is kept; one layer is redone in the backward pass
         activations = 2 * sbh / tp * layers_here * in_flight
