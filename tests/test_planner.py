@@ -199,6 +199,19 @@ def test_memory_fit_cli_prints_coefficients():
     assert bad.returncode == 2 and "usage" in bad.stderr
 
 
+@pytest.mark.parametrize("content,message", [
+    (None, "cannot read"), ("{\n  nope", ":2:3: not JSON"), ('{"rows": [{"name": "x"}]}', "not a calibration file"),
+    ('{"rows": []}', "not a calibration file")])
+def test_memory_fit_rejects_bad_input_without_a_traceback(tmp_path, content, message):
+    path = tmp_path / "calibration.json"
+    if content is not None:
+        path.write_text(content)
+    for args in ([str(path)], ["--table", str(path)]):
+        proc = subprocess.run([sys.executable, "-m", "validator.memory_fit", *args], capture_output=True, text=True,
+                              cwd=ROOT)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_calibration_doc_tables_are_generated_from_the_recorded_files():
     doc = (ROOT / "docs" / "memory-calibration.md").read_text()
     for name in ("h200-fit-set.json", "h200-held-out.json"):

@@ -170,13 +170,22 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (1, 2) or (len(argv) == 2 and argv[0] != "--table"):
         print("usage: python3 -m validator.memory_fit [--table] CALIBRATION.json", file=sys.stderr)
         return 2
-    with open(argv[-1], encoding="utf-8") as fh:
-        data = json.load(fh)
-    if argv[0] == "--table":
-        print(table(data))
-        return 0
-    for name, value in asdict(fit(data["rows"])).items():
-        print(f"{name:28s} {value:14.4f}")
+    try:
+        with open(argv[-1], encoding="utf-8") as fh:
+            data = json.load(fh)
+        output = table(data) if argv[0] == "--table" else "\n".join(
+            f"{name:28s} {value:14.4f}" for name, value in asdict(fit(data["rows"])).items())
+    except OSError as exc:
+        print(f"{argv[-1]}: cannot read: {exc.strerror}", file=sys.stderr)
+        return 2
+    except json.JSONDecodeError as exc:
+        print(f"{argv[-1]}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+        print(f"{argv[-1]}: not a calibration file from scripts/calibrate_memory.py "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return 2
+    print(output)
     return 0
 
 
