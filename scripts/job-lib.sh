@@ -59,6 +59,9 @@ smoke_init() {
     export PATH=${PATH:-/usr/local/bin:/usr/bin:/bin}
     SMOKE_CONTAINER_ARGS=()
     declare -p SMOKE_SRUN_ARGS &>/dev/null || SMOKE_SRUN_ARGS=()
+    # Slurm ends a job (time limit, scancel, a failed node) with SIGTERM and SIGKILL KillWait seconds
+    # later: the batch shell outlives the SIGTERM so that the verdict is still written.
+    trap 'SMOKE_SIGNALLED=SIGTERM' TERM
     echo "smoke: preset=$SMOKE_PRESET mode=$SMOKE_MODE nodes=$SLURM_NNODES rendezvous=$MASTER_ADDR:$MASTER_PORT out=$SMOKE_OUT"
 }
 
@@ -123,6 +126,7 @@ smoke_stage() {
     local name=$1
     shift
     local status
+    smoke_stop_if_signalled "$name"
     echo "smoke: stage $name"
     set +e  # a failed stage must reach the verdict below, not end the script here
     # shellcheck disable=SC2312  # srun's status is read from PIPESTATUS right after
@@ -133,8 +137,19 @@ smoke_stage() {
     status=${PIPESTATUS[0]}
     set -e
     echo "$name $status" >> "$SMOKE_OUT/stages.txt"
+    smoke_stop_if_signalled "$name"
     if (( status != 0 )); then
         echo "smoke: stage $name failed with exit code $status" >&2
+        smoke_verdict
+        exit 1
+    fi
+}
+
+# smoke_stop_if_signalled STAGE: after Slurm's SIGTERM, write the verdict (which says so) and stop.
+smoke_stop_if_signalled() {
+    if [[ -n ${SMOKE_SIGNALLED:-} ]]; then
+        echo "$SMOKE_SIGNALLED $1" > "$SMOKE_OUT/signalled"
+        echo "smoke: Slurm is ending this job ($SMOKE_SIGNALLED during stage $1): time limit, scancel or a failed node" >&2
         smoke_verdict
         exit 1
     fi

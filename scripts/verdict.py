@@ -150,6 +150,12 @@ def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, s
                     if cause:
                         detail += f": {cause}"
                 rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", detail))
+    signalled = os.path.join(run_dir, "signalled")
+    if os.path.exists(signalled):
+        with open(signalled, encoding="utf-8") as handle:
+            signal_name, _, stage = handle.read().strip().partition(" ")
+        rows.append(("job", "FAIL", f"Slurm ended the job with {signal_name} during stage {stage} "
+                                    "(a time limit, scancel or a failed node): it did not run to the end"))
     for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
         with open(path, encoding="utf-8") as handle:
             report = json.load(handle)

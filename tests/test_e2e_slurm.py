@@ -170,3 +170,37 @@ def test_node_count_outside_the_range_fails_before_any_step(cluster, tmp_path):
     assert state == "FAILED" and exit_code == "2:0"
     assert "supports 2 to 64 nodes; this job has 1" in log
     assert "smoke: stage" not in log
+
+
+def test_failed_node_ends_the_job_fast_and_still_leaves_a_verdict(cluster):
+    """Every process of node2 (slurmd, slurmstepd, its ranks) is killed mid-run, as when a node
+    dies: Slurm ends the job (NODE_FAIL) after SlurmdTimeout (30 s on the local cluster), and the
+    batch shell on node1 outlives Slurm's SIGTERM long enough to write a FAIL verdict."""
+    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000")
+    run = ROOT / "smoke-runs" / job
+    deadline = time.monotonic() + 120
+    stages = run / "stages.txt"
+    while not (stages.exists() and "probe 0" in stages.read_text()):  # the probe passed: training starts
+        assert time.monotonic() < deadline, "the probe stage never passed"
+        time.sleep(0.5)
+    time.sleep(5)
+    pids = subprocess.run(["ip", "netns", "pids", "smoke-node2"], capture_output=True, text=True).stdout.split()
+    assert pids, "nothing runs on node2"
+    try:
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killed_at = time.monotonic()
+        state, exit_code, _ = wait(cluster, job, timeout=120)
+        took = time.monotonic() - killed_at
+        assert took < 60, f"the job took {took:.0f} s to end after node2 died"
+        assert state == "NODE_FAIL", state
+        verdict = json.loads((run / "verdict.json").read_text())
+        assert verdict["verdict"] == "FAIL"
+        assert any(c["check"] == "job" and "Slurm ended the job with SIGTERM" in c["detail"] for c in verdict["checks"])
+    finally:  # bring node2 back for whatever runs next
+        up = subprocess.run([str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "3"],
+                            capture_output=True, text=True, timeout=120)
+        assert up.returncode == 0, up.stdout + up.stderr

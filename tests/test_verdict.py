@@ -122,3 +122,11 @@ def test_killed_rank_is_named_as_the_cause(tmp_path):
 @pytest.mark.parametrize("text", ["", "srun: error: node1: task 0: Exited with exit code 1\n"])
 def test_unknown_failure_keeps_the_exit_code_alone(text):
     assert verdict.failure_cause(text) is None
+
+
+def test_job_ended_by_slurm_fails_and_says_so(tmp_path):
+    (tmp_path / "signalled").write_text("SIGTERM megatron\n")
+    code, result = judge(run_dir(tmp_path, stages="preflight 0\nprobe 0\nmegatron 143\n"), mode="functional")
+    job = next(c for c in result["checks"] if c["check"] == "job")
+    assert code == 1 and job["state"] == "FAIL"
+    assert job["detail"].startswith("Slurm ended the job with SIGTERM during stage megatron")
