@@ -89,6 +89,19 @@ def test_model_too_large_for_96_gb_fails(tmp_path):
     assert "exceeds 81.6 GiB usable of 96 GiB" in proc.stdout
 
 
+def test_plan_command_takes_lists_and_ranges_of_node_counts():
+    js = run_validator("plan", "presets/gh200", "--nodes", "1-3,8", "--nodes", "16", "--format", "json")
+    assert js.returncode == 0
+    assert [entry["plan"]["nodes"] for entry in json.loads(js.stdout)] == [1, 2, 3, 8, 16]
+    table = run_validator("plan", "presets/h100-ib-8port", "--nodes", "1-4")
+    assert table.returncode == 0
+    rows = [line.split() for line in table.stdout.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["1", "2", "3", "4"] and all(r[2] == "8" and r[7] == "fits" for r in rows)
+    for bad in ("0", "3-1", "two", "1-"):
+        proc = run_validator("plan", "presets/gh200", "--nodes", bad)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, bad
+
+
 def test_plan_command_prints_table_and_json():
     text = run_validator("plan", "presets/gh200", "--nodes", "2")
     assert text.returncode == 0 and "TP 1  PP 1  DP 2  global batch 8" in text.stdout

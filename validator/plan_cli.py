@@ -11,10 +11,38 @@ from validator.source import read_source
 from validator.yamlload import load_yaml
 
 
+def node_counts(text: str) -> list[int]:
+    """'4', '1,2,8' or '1-8' (or a mix): the node counts to plan for."""
+    counts = []
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high) if dash else int(low)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a node count, a list (1,2,8) or a range (1-8)") from None
+        if first < 1 or last < first or last - first > 4096:
+            raise argparse.ArgumentTypeError(f"'{part.strip()}' is not a range of positive node counts")
+        counts.extend(range(first, last + 1))
+    return counts
+
+
+def print_summary(display: str, results: list) -> None:
+    """One line per node count; a single node count gets the full memory breakdown instead."""
+    print(f"{display}: per-GPU estimate in GiB (docs/memory-calibration.md); one node count for the breakdown")
+    print(f"  {'nodes':>5} {'world':>6} {'TP':>3} {'PP':>3} {'DP':>5} {'global batch':>12} {'GiB/GPU':>8}  verdict")
+    for p, m in results:
+        if p.error:
+            print(f"  {p.nodes:>5} {p.world:>6}  INVALID: {p.error}")
+            continue
+        verdict = f"fits ({m.budget_gib:.1f} usable)" if m.fits else f"DOES NOT FIT ({m.budget_gib:.1f} usable)"
+        print(f"  {p.nodes:>5} {p.world:>6} {p.tp:>3} {p.pp:>3} {p.dp:>5} {p.global_batch:>12} {m.total_gib:>8.2f}  {verdict}")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m validator plan")
     parser.add_argument("preset", help="preset folder or its preset.yaml")
-    parser.add_argument("--nodes", type=int, action="append", required=True, help="node count (repeatable)")
+    parser.add_argument("--nodes", type=node_counts, action="extend", required=True,
+                        help="node counts: 4, 1,2,8 or 1-8 (repeatable)")
     parser.add_argument("--gpus-per-node", type=int, help="override the manifest's GPUs per node")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
@@ -41,6 +69,8 @@ def main(argv: list[str]) -> int:
         return 2
     if args.format == "json":
         print(json.dumps([as_dict(p, m) for p, m in results], indent=2))
+    elif len(results) > 1:
+        print_summary(src.display, results)
     else:
         for p, m in results:
             print(f"{src.display} on {p.nodes} node(s) x {p.gpus_per_node} GPU(s): world {p.world}")
