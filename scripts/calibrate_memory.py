@@ -22,7 +22,9 @@ max_memory_reserved() over the whole run. validator/planner.py's estimate is sto
     python3 scripts/calibrate_memory.py --set held-out --out held.json
 
 Every configuration runs in a process of its own (Megatron keeps references that would leave one
-configuration's memory allocated in the next).
+configuration's memory allocated in the next). With --jobs > 1 the processes share the GPU: the
+allocator figures stay per process, but "outside_allocator" then counts the others too; measure
+that one with --jobs 1.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from validator.memory_fit import manifest_for  # noqa: E402
 from validator.planner import GIB, estimate_memory, plan  # noqa: E402
 
 @dataclass
@@ -113,17 +116,6 @@ HELD_OUT = [
     Config("gpt-3.7b-v50k-s4096-b6-full", 36, 2560, 10240, 20, 4, 4096, 6, "flash", "fused", "full", 50304),
     Config("gpt-8.0b-v128k-s4096-b1-sel", 32, 4096, 14336, 32, 8, 4096, 1, "flash", "fused", "selective", 128256),
 ]
-
-
-def manifest_for(c: Config, gpu_gib: float) -> dict:
-    return {
-        "topology": {"gpu": {"memory_gib": gpu_gib, "per_node": 1}},
-        "model": {"num_layers": c.layers, "hidden_size": c.hidden, "ffn_hidden_size": c.ffn,
-                  "num_attention_heads": c.heads, "num_query_groups": c.groups, "seq_length": c.seq,
-                  "vocab_size": c.vocab, "micro_batch_size": c.micro, "grad_accum_steps": 1,
-                  "attention": c.attention, "recompute": c.recompute, "optimizer": c.optimizer},
-        "parallelism": {"tensor": 1, "pipeline": 1},
-    }
 
 
 def flash_core_attention():
@@ -242,7 +234,7 @@ def run_one(c: Config, steps: int) -> dict:
     model_parallel_cuda_manual_seed(0)
     gpu_gib = torch.cuda.get_device_properties(0).total_memory / GIB
     row = asdict(c)
-    est = estimate_memory(manifest_for(c, gpu_gib), plan(1, 1, c.heads, c.groups, c.micro, 1, 1, 1), pad_vocab=False)
+    est = estimate_memory(manifest_for(asdict(c), gpu_gib), plan(1, 1, c.heads, c.groups, c.micro, 1, 1, 1), pad_vocab=False)
     row["estimate_gib"] = round(est.allocated_gib, 3)
     try:
         row.update(measure(c, steps))
