@@ -229,3 +229,17 @@ def test_calibration_doc_tables_are_generated_from_the_recorded_files():
     doc = (ROOT / "docs" / "memory-calibration.md").read_text()
     for name in ("h200-fit-set.json", "h200-held-out.json"):
         assert memory_fit.table(json.loads((CALIBRATION / name).read_text())) in doc, f"regenerate the {name} table"
+
+
+def test_calibration_script_configurations_are_the_recorded_ones():
+    """The recorded rows come from scripts/calibrate_memory.py's configurations, shape for shape."""
+    import importlib.util
+    from dataclasses import asdict
+    spec = importlib.util.spec_from_file_location("calibrate_memory", ROOT / "scripts" / "calibrate_memory.py")
+    calibrate = importlib.util.module_from_spec(spec)
+    sys.modules["calibrate_memory"] = calibrate  # dataclasses look their module up there
+    spec.loader.exec_module(calibrate)
+    for name, configs in (("h200-fit-set.json", calibrate.FIT), ("h200-held-out.json", calibrate.HELD_OUT)):
+        rows = json.loads((CALIBRATION / name).read_text())["rows"]
+        assert [{k: r[k] for k in asdict(c)} for r, c in zip(rows, configs)] == [asdict(c) for c in configs]
+        assert len(rows) == len(configs)
