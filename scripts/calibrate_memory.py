@@ -118,6 +118,16 @@ HELD_OUT = [
 ]
 
 
+# The presets' own models (presets/*/preset.yaml) at TP = PP = DP = 1, as pretrain_gpt.py builds them:
+# vocabulary 32000 + NullTokenizer's end-of-document token, padded to a multiple of 128 -> 32128.
+PRESETS = [
+    Config("preset-gh200", 24, 2048, 8192, 16, 8, 4096, 2, "flash", "fused", "selective", 32128),
+    Config("preset-ethernet-only", 12, 1024, 4096, 16, 4, 2048, 1, "flash", "fused", "selective", 32128),
+    Config("preset-h100-ib-8port", 24, 4096, 14336, 32, 8, 4096, 1, "flash", "fused", "selective", 32128),
+]
+SETS = {"fit": FIT, "held-out": HELD_OUT, "presets": PRESETS}
+
+
 def flash_core_attention():
     """A Megatron core-attention module that runs torch's flash kernel (stand-in for TE's)."""
     from megatron.core.transformer.module import MegatronModule
@@ -259,7 +269,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out")
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--set", choices=("fit", "held-out"), default="fit")
+    parser.add_argument("--set", choices=tuple(SETS), default="fit")
     parser.add_argument("--only", help="run only the configurations whose name contains one of these (comma-separated)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="configurations measured at once (each its own process; small ones only)")
@@ -270,7 +280,7 @@ def main() -> int:
         return 0
     if not args.out:
         parser.error("--out is required")
-    configs = [c for c in (FIT if args.set == "fit" else HELD_OUT) if not args.only or any(part in c.name for part in args.only.split(","))]
+    configs = [c for c in SETS[args.set] if not args.only or any(part in c.name for part in args.only.split(","))]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = [pool.submit(run_isolated, c, args.steps, 29517 + i) for i, c in enumerate(configs)]
         rows = []

@@ -114,7 +114,7 @@ TARGET = 0.15  # issue #5: every configuration within +-15% of the measured peak
 
 
 def calibration_rows():
-    for name in ("h200-fit-set.json", "h200-held-out.json"):
+    for name in ("h200-fit-set.json", "h200-held-out.json", "h200-presets.json"):
         data = json.loads((CALIBRATION / name).read_text())
         for row in data["rows"]:
             yield pytest.param(row, data["gpu_gib"], id=f"{data['set']}:{row['name']}")
@@ -227,7 +227,7 @@ def test_memory_fit_rejects_bad_input_without_a_traceback(tmp_path, content, mes
 
 def test_calibration_doc_tables_are_generated_from_the_recorded_files():
     doc = (ROOT / "docs" / "memory-calibration.md").read_text()
-    for name in ("h200-fit-set.json", "h200-held-out.json"):
+    for name in ("h200-fit-set.json", "h200-held-out.json", "h200-presets.json"):
         assert memory_fit.table(json.loads((CALIBRATION / name).read_text())) in doc, f"regenerate the {name} table"
 
 
@@ -239,7 +239,22 @@ def test_calibration_script_configurations_are_the_recorded_ones():
     calibrate = importlib.util.module_from_spec(spec)
     sys.modules["calibrate_memory"] = calibrate  # dataclasses look their module up there
     spec.loader.exec_module(calibrate)
-    for name, configs in (("h200-fit-set.json", calibrate.FIT), ("h200-held-out.json", calibrate.HELD_OUT)):
+    for name, configs in (("h200-fit-set.json", calibrate.FIT), ("h200-held-out.json", calibrate.HELD_OUT),
+                          ("h200-presets.json", calibrate.PRESETS)):
         rows = json.loads((CALIBRATION / name).read_text())["rows"]
         assert [{k: r[k] for k in asdict(c)} for r, c in zip(rows, configs)] == [asdict(c) for c in configs]
         assert len(rows) == len(configs)
+
+
+def test_preset_calibration_rows_are_the_presets_models():
+    rows = {r["name"]: r for r in json.loads((CALIBRATION / "h200-presets.json").read_text())["rows"]}
+    for manifest_path in sorted((ROOT / "presets").glob("*/preset.yaml")):
+        model = yaml.safe_load(manifest_path.read_text())["model"]
+        row = rows[f"preset-{manifest_path.parent.name}"]
+        assert "bytes" in row, "measured, not out of memory"
+        assert (row["layers"], row["hidden"], row["ffn"], row["heads"], row["groups"], row["seq"], row["micro"],
+                row["attention"], row["recompute"], row["vocab"]) == (
+            model["num_layers"], model["hidden_size"], model["ffn_hidden_size"], model["num_attention_heads"],
+            model["num_query_groups"], model["seq_length"], model["micro_batch_size"], model["attention"],
+            model["recompute"], padded_vocab(model["vocab_size"], 1))
+        assert row["optimizer"] == model.get("optimizer", "fused")
