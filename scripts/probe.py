@@ -19,6 +19,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from dist_exit import finish
+
 MIB = 2**20
 GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB
 CPU_SIZES = [2**16 * 4**k for k in range(3)]  # 64 KiB .. 1 MiB: functional mode checks plumbing only
@@ -152,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.plot:
             plot(sweep, args.plot, world)
         print(f"probe: done in {wall:.1f} s -> {args.out}", flush=True)
-    dist.destroy_process_group()
-    return 0
+    return finish()
 
 
 def plot(sweep, path, world):

@@ -15,6 +15,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from dist_exit import finish
+
 
 def main() -> int:
     parser = argparse.ArgumentParser()
@@ -57,9 +59,7 @@ def main() -> int:
               "environ_keys": sorted(os.environ)}
     with open(os.path.join(args.out, f"rank-{rank}.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle)
-    dist.barrier()
-    dist.destroy_process_group()
-    return 0
+    return finish()
 
 
 if __name__ == "__main__":

@@ -91,8 +91,9 @@ def test_probe_stage_without_result_fails(tmp_path):
     assert result["verdict"] == "FAIL"
 
 
-def test_straggler_rule():
+def test_straggler_rule(monkeypatch):
     from importlib.util import module_from_spec, spec_from_file_location
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))  # as when torchrun runs scripts/probe.py
     spec = spec_from_file_location("probe", ROOT / "scripts" / "probe.py")
     probe = module_from_spec(spec)
     spec.loader.exec_module(probe)
