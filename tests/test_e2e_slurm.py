@@ -36,11 +36,11 @@ def cluster():
     subprocess.run([str(ROOT / "scripts" / "local-cluster"), "down"], capture_output=True, timeout=120)
 
 
-def submit(env, preset, nodes, extra="", submit_env=None):
-    exports = f"NONE,SMOKE_MODE=functional,SMOKE_PYTHON={sys.executable}{extra}"
+def submit(env, preset, nodes, extra="", submit_env=None, script=None, python=sys.executable):
+    exports = f"NONE,SMOKE_MODE=functional,SMOKE_PYTHON={python}{extra}"
     proc = subprocess.run(["sbatch", "--parsable", "--nodes", str(nodes), f"--export={exports}",
-                           f"presets/{preset}/train.sbatch"], cwd=ROOT, capture_output=True, text=True,
-                          env={**env, **(submit_env or {})}, timeout=60)
+                           str(script or f"presets/{preset}/train.sbatch")], cwd=ROOT, capture_output=True,
+                          text=True, env={**env, **(submit_env or {})}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().split(";")[0]
 
@@ -130,13 +130,8 @@ if [[ $(hostname) == node2 && " $* " == *" torch.distributed.run "* ]]; then exe
 exec {sys.executable} "$@"
 """)
     hanging_python.chmod(0o755)
-    proc = subprocess.run(["sbatch", "--parsable", "--nodes", "2",
-                           f"--export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON={hanging_python},"
-                           f"SMOKE_RDZV_TIMEOUT={rdzv_timeout},SMOKE_STEP_GRACE={grace}",
-                           "presets/ethernet-only/train.sbatch"], cwd=ROOT, capture_output=True, text=True,
-                          env=cluster, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    job = proc.stdout.strip().split(";")[0]
+    job = submit(cluster, "ethernet-only", 2, python=hanging_python,
+                 extra=f",SMOKE_RDZV_TIMEOUT={rdzv_timeout},SMOKE_STEP_GRACE={grace}")
     state, exit_code, took = wait(cluster, job, timeout=180)
     assert took < rdzv_timeout + grace + start_up, f"the job took {took:.0f} s to fail"
     assert state == "FAILED" and exit_code != "0:0"
@@ -161,10 +156,7 @@ def test_node_count_outside_the_range_fails_before_any_step(cluster, tmp_path):
     script = tmp_path / "train.sbatch"
     text = (ROOT / "presets" / "ethernet-only" / "train.sbatch").read_text()
     script.write_text(text.replace("smoke_init ethernet-only 1 64", "smoke_init ethernet-only 2 64"))
-    proc = subprocess.run(["sbatch", "--parsable", "--nodes", "1",
-                           f"--export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON={sys.executable}", str(script)],
-                          cwd=ROOT, capture_output=True, text=True, env=cluster, timeout=60)
-    job = proc.stdout.strip().split(";")[0]
+    job = submit(cluster, "ethernet-only", 1, script=script)
     state, exit_code, took = wait(cluster, job)
     log = job_log("ethernet-only", job)
     assert state == "FAILED" and exit_code == "2:0"

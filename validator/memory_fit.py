@@ -16,6 +16,8 @@ import sys
 from dataclasses import asdict, dataclass
 from statistics import mean
 
+from validator.planner import estimate_memory, plan, shape_terms
+
 VOCAB = 32000
 STATIC_BYTES_PER_PARAM = 18  # bf16 weights 2 + fp32 gradient buffer 4 + fp32 master weights and Adam 12
 
@@ -60,9 +62,8 @@ def _solve(rows: list[list[float]], ys: list[float]) -> list[float]:
 
 
 def dims(row: dict) -> dict:
-    s, b, h, a = row["seq"], row["micro"], row["hidden"], row["heads"]
-    return {"sbh": s * b * h, "sbkv": s * b * row["groups"] * (h // a), "sbf": s * b * row["ffn"],
-            "scores": a * s * s * b, "sbv": s * b * row.get("vocab", VOCAB)}
+    """The planner's element counts for a calibration row (its exact vocabulary, no padding)."""
+    return shape_terms(manifest_for(row, 0.0)["model"], row.get("vocab", VOCAB))
 
 
 def fit(rows: list[dict]) -> Coefficients:
@@ -140,8 +141,6 @@ def manifest_for(row: dict, gpu_gib: float) -> dict:
 
 def table(data: dict) -> str:
     """The Markdown table of docs/memory-calibration.md for one calibration file."""
-    from validator.planner import estimate_memory, plan
-
     lines = ["| config | L/h/ffn/a/g | s x b, V | attention, recompute, Adam | params | measured max allocated GiB "
              "| reserved GiB | estimate GiB | error |", "|---|---|---|---|---|---|---|---|---|"]
     errors = []

@@ -98,6 +98,13 @@ def layer_parameters(model: dict) -> int:
     return h * h + 2 * h * kv + h * h + 3 * h * model["ffn_hidden_size"] + 2 * h
 
 
+def shape_terms(model: dict, vocab: int) -> dict:
+    """The element counts the fitted coefficients multiply (validator/memory_fit.py fits on the same)."""
+    s, b, h, a = model["seq_length"], model["micro_batch_size"], model["hidden_size"], model["num_attention_heads"]
+    return {"sbh": s * b * h, "sbkv": s * b * model["num_query_groups"] * (h // a),
+            "sbf": s * b * model["ffn_hidden_size"], "scores": a * s * s * b, "sbv": s * b * vocab}
+
+
 def parameter_count(model: dict, vocab: int | None = None) -> int:
     embeddings = 2 * (vocab or model["vocab_size"]) * model["hidden_size"]  # untied input and output
     return model["num_layers"] * layer_parameters(model) + embeddings + model["hidden_size"]
@@ -146,11 +153,9 @@ def _stage_memory(manifest: dict, p: Plan, vocab: int, params: int, stage_params
     model = manifest["model"]
     tp, pp, dp = p.tp, p.pp, p.dp
     shard = stage_params / tp
-    s, b, h, a = model["seq_length"], model["micro_batch_size"], model["hidden_size"], model["num_attention_heads"]
-    kv = model["num_query_groups"] * (h // a)
-    sbh, sbkv, sbf = s * b * h, s * b * kv, s * b * model["ffn_hidden_size"]
-    sbv = s * b * vocab if last else 0  # logits exist on the last stage only
-    scores = a * s * s * b
+    terms = shape_terms(model, vocab)
+    sbh, sbkv, sbf, scores = terms["sbh"], terms["sbkv"], terms["sbf"], terms["scores"]
+    sbv = terms["sbv"] if last else 0  # logits exist on the last stage only
     unfused = model["attention"] == "unfused"  # flash attention never holds the s x s scores
     recompute = model["recompute"]
 
