@@ -24,11 +24,14 @@ def test_broken_copy_of_a_preset_is_reported(tmp_path):
 def test_lone_script_json(tmp_path):
     script = tmp_path / "mine.sbatch"
     script.write_text("#!/bin/bash\n#SBATCH --gpus-per-tsk=8\necho $X\n")
-    proc = run_validator("--format", "json", str(script))
+    proc = run_validator("--format", "json", "--strict", str(script))
     assert proc.returncode == 1
     findings = json.loads(proc.stdout)
     assert {f["rule"] for f in findings} >= {"sbatch-unknown-option", "SC2086"}
     assert set(findings[0]) == {"path", "line", "col", "severity", "rule", "message"}
+    # the default profile of a foreign script: defects and real risks, not shellcheck's style/info
+    default = {f["rule"] for f in json.loads(run_validator("--format", "json", str(script)).stdout)}
+    assert "sbatch-unknown-option" in default and "SC2086" not in default
 
 
 def test_github_and_sarif_formats(tmp_path):
@@ -43,7 +46,7 @@ def test_github_and_sarif_formats(tmp_path):
 def test_select_and_ignore(tmp_path):
     script = tmp_path / "mine.sbatch"
     script.write_text("#!/bin/bash\n#SBATCH --gpus-per-tsk=8\necho $X\n")
-    only_sc = run_validator("--select", "SC*", str(script))
+    only_sc = run_validator("--strict", "--select", "SC*", str(script))
     assert "sbatch-unknown-option" not in only_sc.stdout and "SC2086" in only_sc.stdout
     none = run_validator("--ignore", "SC*,sbatch-*,launch-*", str(script))
     assert none.returncode == 0 and none.stdout == ""
@@ -52,8 +55,24 @@ def test_select_and_ignore(tmp_path):
 def test_slurm_version_option(tmp_path):
     script = tmp_path / "mine.sbatch"
     script.write_text("#!/bin/bash\n#SBATCH --time=5 --tres-bind=gres/gpu:verbose\nset -euo pipefail\n")
-    assert run_validator(str(script)).returncode == 1
+    assert run_validator("--slurm-version", "22.05", str(script)).returncode == 1
     assert run_validator("--slurm-version", "24.05", str(script)).returncode == 0
+    assert run_validator(str(script)).returncode == 0  # a foreign script: the newest release
+
+
+def test_repository_config_sets_release_and_profile(tmp_path):
+    (tmp_path / ".git").mkdir()
+    script = tmp_path / "mine.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --time=5 --tres-bind=gres/gpu:verbose\nset -euo pipefail\necho $1\n")
+    assert run_validator(str(script)).returncode == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.preset-validator]\nslurm-version = "22.05"\n')
+    assert "not available in Slurm 22.05" in run_validator(str(script)).stdout
+    (tmp_path / ".validator.toml").write_text("strict = true\n")  # nearer than pyproject's table
+    proc = run_validator(str(script))
+    assert "SC2086" in proc.stdout and "tres-bind" not in proc.stdout
+    (tmp_path / ".validator.toml").write_text("strict = 'yes'\n")
+    proc = run_validator(str(script))
+    assert proc.returncode == 2 and ".validator.toml: 'strict' must be a bool" in proc.stderr
 
 
 def test_usage_errors_exit_2(tmp_path):
@@ -100,3 +119,5 @@ def test_fifo_is_refused(tmp_path):
 def test_rules_listing():
     proc = run_validator("rules")
     assert proc.returncode == 0 and "sbatch-unknown-option" in proc.stdout
+    listed = {line.split()[0]: line.split()[2] for line in proc.stdout.splitlines()}
+    assert listed["policy-collnet-nvls"] == "strict" and listed["launch-time-limit"] == "default"

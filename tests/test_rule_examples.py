@@ -61,7 +61,7 @@ def test_rule_examples(rule, tmp_path, monkeypatch):
         (folder / ".git").mkdir()  # the example folder is its own repository root
         monkeypatch.chdir(folder)
         paths = materialise(example, folder)
-        ids = {f.rule for f in validate(paths, Options(shellcheck=False))}
+        ids = {f.rule for f in validate(paths, Options(shellcheck=False, strict=True))}
         assert (rule.id in ids) is want, f"{label} example of {rule.id}: found {sorted(ids)}"
 
 
@@ -70,3 +70,14 @@ def test_every_rule_is_documented():
         assert rule.description and rule.severity in ("error", "warning", "info")
         assert rule.scope in ("script", "manifest", "preset", "any")
     assert len({r.id for r in RULES}) == len(RULES)
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.profile == "default" and r.scope == "script"],
+                         ids=lambda r: r.id)
+def test_default_profile_bad_examples_fire(rule, tmp_path, monkeypatch):
+    """A script nobody here wrote gets the default profile: its rules' BAD examples fire there too."""
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    paths = materialise(rule.bad, tmp_path)
+    ids = {f.rule for f in validate(paths, Options(shellcheck=False))}
+    assert rule.id in ids, f"bad example of {rule.id} in the default profile: found {sorted(ids)}"

@@ -20,8 +20,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="preset folder, preset.yaml or sbatch script (default: every preset under presets/)")
     p.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
-    p.add_argument("--slurm-version", default=sbatch.releases()[0], choices=sbatch.releases(),
-                   help="Slurm release whose sbatch options are accepted (default: %(default)s, the oldest supported)")
+    p.add_argument("--slurm-version", default=None, choices=sbatch.releases(),
+                   help="Slurm release whose sbatch options are accepted (default: a preset's slurm.min_version, "
+                        "else the repository config's slurm-version, else the newest, "
+                        f"{sbatch.releases()[-1]})")
+    p.add_argument("--strict", action="store_true",
+                   help="the presets' strict profile for every script: all rules, shellcheck's style checks "
+                        "and optional checks (default for scripts outside presets: defects and real risks only)")
     p.add_argument("--select", action="append", default=[], metavar="RULE",
                    help="report only these rules (ids, globs like 'sbatch-*' or 'SC2*'; repeatable, comma-separated)")
     p.add_argument("--ignore", action="append", default=[], metavar="RULE", help="do not report these rules")
@@ -39,14 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["rules"]:
         from validator.rules import RULES
         for rule in RULES:
-            print(f"{rule.id:34} {rule.severity:8} {rule.description}")
+            print(f"{rule.id:34} {rule.severity:8} {rule.profile:8} {rule.description}")
         return EXIT_CLEAN
     if argv[:1] == ["plan"]:
         from validator.plan_cli import main as plan_main
         return plan_main(argv[1:])
     args = _parser().parse_args(argv)
     options = Options(release=args.slurm_version, select=_split(args.select), ignore=_split(args.ignore),
-                      shellcheck=not args.no_shellcheck)
+                      shellcheck=not args.no_shellcheck, strict=args.strict)
     try:
         findings = validate(args.paths, options)
     except UsageError as exc:
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary:
         counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
         status = "clean" if not findings else ", ".join(f"{n} {s}(s)" for s, n in counts.items() if n)
-        print(f"validator: {status} (Slurm {args.slurm_version})", file=sys.stderr)
+        print(f"validator: {status} (Slurm {args.slurm_version or 'per input'})", file=sys.stderr)
     if any(f.unusable for f in findings):
         return EXIT_UNUSABLE
     return EXIT_FINDINGS if findings else EXIT_CLEAN

@@ -5,9 +5,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from validator import sbatch
+from validator.config import ConfigError, load_config
 from validator.findings import Finding
 from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
-from validator.shellcheck import start_shellcheck
+from validator.shellcheck import keep_in_default_profile, start_shellcheck
 from validator.suppress import parse_suppressions
 
 
@@ -17,10 +19,13 @@ class UsageError(Exception):
 
 @dataclass
 class Options:
-    release: str = "22.05"
+    # None: a preset's manifest slurm.min_version, else the repository config's slurm-version,
+    # else (a script nobody here wrote) the newest release the option table knows
+    release: str | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     shellcheck: bool = True
+    strict: bool = False  # the strict profile for every input, not only presets
 
 
 def find_root(start: Path) -> Path:
@@ -33,7 +38,7 @@ def find_root(start: Path) -> Path:
 
 
 def discover(paths: list[str]) -> list[tuple[str, Path]]:
-    """('preset', folder) or ('script', file) for each input."""
+    """('preset', folder), ('script', file) or ('shared', file: a preset repository's scripts/)."""
     found: list[tuple[str, Path]] = []
     if not paths:
         presets = Path("presets")
@@ -44,7 +49,7 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
             raise UsageError("presets/ holds no preset folders")
         found = [("preset", p) for p in folders]
         # The shared in-job scripts are part of every preset: lint them too.
-        found += [("script", p) for p in shell_scripts_in(Path("scripts"))]
+        found += [("shared", p) for p in shell_scripts_in(Path("scripts"))]
         return found
     for raw in paths:
         path = Path(raw)
@@ -100,12 +105,19 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
     targets: list[Target] = []
     for kind, path in discover(paths):
         root = find_root(path)
+        try:
+            config = load_config(path if path.is_dir() else path.parent, root)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from exc
         if kind == "preset":
-            preset, problems = load_preset(path, root, options.release)
-            target = Target(script=preset.script, preset=preset, repo_root=root, release=options.release)
+            preset, problems = load_preset(path, root, options.release or config.slurm_version)
+            release = preset.script.release if preset.script else (options.release or sbatch.releases()[0])
+            target = Target(script=preset.script, preset=preset, repo_root=root, release=release)
         else:
-            script, problems = load_script(path, root, options.release)
-            target = Target(script=script, repo_root=root, release=options.release)
+            strict = kind == "shared" or options.strict or config.strict
+            release = options.release or config.slurm_version or sbatch.releases()[-1]
+            script, problems = load_script(path, root, release, strict, config.spank, config.spank_options)
+            target = Target(script=script, repo_root=root, release=release, strict=strict)
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
         for source in _texts(target):
@@ -113,14 +125,18 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         target.load_problems = list(problems)
         targets.append(target)
 
-    scripts = [t.script for t in targets if t.script is not None]
-    # shellcheck starts first and runs in its own processes while Python loads and runs the rules.
-    pending = start_shellcheck([s.display for s in scripts]) if options.shellcheck else None
+    strict = [t.script.display for t in targets if t.script is not None and t.strict]
+    default = [t.script.display for t in targets if t.script is not None and not t.strict]
+    # shellcheck starts first and runs in its own processes while Python loads and runs the rules;
+    # the strict profile adds shellcheck's optional checks.
+    pending = [start_shellcheck(group, optional=group is strict)
+               for group in (strict, default) if group and options.shellcheck]
     findings: list[Finding] = []
     for target in targets:
         findings.extend(_run_rules(target))
-    if pending is not None:
-        findings.extend(pending())
+    default_paths = set(default)
+    for collect in pending:
+        findings.extend(f for f in collect() if f.path not in default_paths or keep_in_default_profile(f))
 
     return _filter(findings, targets, options)
 
@@ -130,7 +146,7 @@ def _run_rules(target: Target) -> list[Finding]:
 
     out = []
     for rule in registry.RULES:
-        if not _applies(rule, target):
+        if not _applies(rule, target) or (rule.profile == "strict" and not target.strict):
             continue
         for item in rule.check(target):
             if isinstance(item, Finding):

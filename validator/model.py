@@ -24,6 +24,9 @@ class Script:
     spank: tuple[str, ...] = ()
     release: str | None = None
     in_preset: bool = False
+    # strict profile: undeclared SPANK options are findings; default: known plugins' options pass
+    strict: bool = True
+    site_options: tuple[str, ...] = ()  # options of a site plugin, declared in the repository config
 
     @property
     def display(self) -> str:
@@ -36,7 +39,10 @@ class Script:
             m = _SPANK_DECL.search(line)
             if m:
                 declared.update(m.group(1).split(","))
-        return sbatch.parse_script(self.source.text or "", tuple(sorted(declared)), self.release)
+        if not self.strict:  # a foreign script: its cluster's plugins are unknown, trust the known ones
+            declared.update(sbatch.SPANK_OPTIONS)
+        return sbatch.parse_script(self.source.text or "", tuple(sorted(declared)), self.release,
+                                   self.site_options)
 
     @cached_property
     def shell(self):
@@ -70,9 +76,26 @@ class Target:
     preset: Preset | None = None
     repo_root: Path = field(default_factory=Path.cwd)
     release: str = "22.05"
+    strict: bool = True  # the strict profile (presets): every rule; else defects and real risks only
 
 
-def load_preset(folder: Path, root: Path, release: str) -> tuple[Preset, list]:
+def manifest_release(manifest) -> str | None:
+    """The Slurm release a manifest states (slurm.min_version), as the nearest known release at or below it."""
+    slurm = manifest.get("slurm") if isinstance(manifest, dict) else None
+    wanted = str(slurm.get("min_version")) if isinstance(slurm, dict) and slurm.get("min_version") else None
+    if wanted is None:
+        return None
+    def key(v):
+        return tuple(int(x) for x in v.split(".") if x.isdigit())
+    try:
+        below = [r for r in sbatch.releases() if key(r) <= key(wanted)]
+    except ValueError:
+        return None
+    return below[-1] if below else sbatch.releases()[0]
+
+
+def load_preset(folder: Path, root: Path, release: str | None) -> tuple[Preset, list]:
+    """A preset; `release` None means the manifest's slurm.min_version (else the oldest release)."""
     problems = []
     manifest_src = read_source(folder / MANIFEST_NAME, root)
     problems += manifest_src.problems
@@ -84,6 +107,8 @@ def load_preset(folder: Path, root: Path, release: str) -> tuple[Preset, list]:
         slurm = data.get("slurm") if isinstance(data.get("slurm"), dict) else {}
         declared = slurm.get("spank") if isinstance(slurm.get("spank"), list) else []
         spank = tuple(str(x) for x in declared)
+        release = release or manifest_release(data)
+    release = release or sbatch.releases()[0]
     script_src = read_source(folder / SCRIPT_NAME, root)
     problems += script_src.problems
     script = Script(script_src, spank, release, in_preset=True) if script_src.usable else None
@@ -93,6 +118,8 @@ def load_preset(folder: Path, root: Path, release: str) -> tuple[Preset, list]:
     return Preset(folder, manifest_src, document, script, readme if readme.usable else None), problems
 
 
-def load_script(path: Path, root: Path, release: str) -> tuple[Script | None, list]:
+def load_script(path: Path, root: Path, release: str, strict: bool = True, spank: tuple[str, ...] = (),
+                site_options: tuple[str, ...] = ()) -> tuple[Script | None, list]:
     src = read_source(path, root)
-    return (Script(src, (), release) if src.usable else None), src.problems
+    script = Script(src, spank, release, strict=strict, site_options=site_options) if src.usable else None
+    return script, src.problems

@@ -19,7 +19,10 @@ from pathlib import Path
 DATA = Path(__file__).parent / "data"
 MAGIC = "#SBATCH"
 
-# Options that SPANK plugins add to sbatch once they are loaded; accepted only when declared.
+# Options that SPANK plugins add to sbatch once they are loaded. In the strict profile they are
+# accepted only when declared (manifest slurm.spank, `# validator: spank=NAME`, repository config);
+# in the default profile a known plugin's options pass (the script's cluster is unknown).
+# Other site plugins: list their options under `spank-options` in the repository config.
 SPANK_OPTIONS = {
     "pyxis": {
         "container-image": "required", "container-mounts": "required",
@@ -30,7 +33,10 @@ SPANK_OPTIONS = {
         "no-container-entrypoint": "no", "container-entrypoint-log": "no",
         "container-writable": "no", "container-readonly": "no", "container-env": "required",
     },
+    # NERSC's shifter (shifter/wlm_integration/slurm): container image, volume maps, modules
+    "shifter": {"image": "required", "volume": "required", "module": "required", "ccm": "no"},
 }
+SITE = "site"  # the pseudo plugin of the options a repository config declares
 
 
 @lru_cache(maxsize=1)
@@ -147,7 +153,8 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 
 
-def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = None) -> SbatchScript:
+def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = None,
+                 site_options: tuple[str, ...] = ()) -> SbatchScript:
     raw_lines = text.split("\n")
     script = SbatchScript(lines=[ln.rstrip("\r") for ln in raw_lines])
     script.crlf_lines = [i + 1 for i, ln in enumerate(raw_lines) if ln.endswith("\r")]
@@ -175,7 +182,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
         if not stopped:
             stopped = True
             script.first_command_line = number
-    script.options = resolve_options(script.directives, spank, release)
+    script.options = resolve_options(script.directives, spank, release, site_options)
     return script
 
 
@@ -188,7 +195,7 @@ def _lookalike_reason(line: str) -> str:
     return f"'{line.strip()[:7]}' is not '#SBATCH' (case matters); Slurm ignores the line"
 
 
-def known_options(spank: tuple[str, ...], release: str | None) -> dict[str, dict]:
+def known_options(spank: tuple[str, ...], release: str | None, site_options: tuple[str, ...] = ()) -> dict[str, dict]:
     """Long options accepted by sbatch of the given release, plus declared SPANK options."""
     table = option_table()["options"]
     out = {}
@@ -198,11 +205,14 @@ def known_options(spank: tuple[str, ...], release: str | None) -> dict[str, dict
     for plugin in spank:
         for name, arg in SPANK_OPTIONS.get(plugin, {}).items():
             out[name] = {"short": None, "arg": arg, "releases": releases(), "spank": plugin}
+    for name in site_options:  # a site plugin's option: may or may not take a value
+        out[name] = {"short": None, "arg": "optional", "releases": releases(), "spank": SITE}
     return out
 
 
-def resolve_options(directives: list[Directive], spank: tuple[str, ...], release: str | None) -> list[Option]:
-    current = known_options(spank, release)
+def resolve_options(directives: list[Directive], spank: tuple[str, ...], release: str | None,
+                    site_options: tuple[str, ...] = ()) -> list[Option]:
+    current = known_options(spank, release, site_options)
     everywhere = known_options(tuple(SPANK_OPTIONS), None)
     shorts = {info["short"]: name for name, info in current.items() if info.get("short")}
     options: list[Option] = []

@@ -16,6 +16,8 @@ from functools import lru_cache
 _CONDITIONAL = {"if_statement", "case_statement", "elif_clause", "else_clause", "while_statement",
                 "for_statement", "c_style_for_statement"}
 _DEFAULT = re.compile(r"^\$\{(\w+):?[-=]([^}]*)\}$")
+# Commands that run another command: `time srun ...` is an srun for every rule.
+WRAPPERS = {"time", "timeout", "exec", "nohup", "command", "env", "numactl", "stdbuf", "nice", "taskset"}
 
 
 @lru_cache(maxsize=1)
@@ -173,8 +175,11 @@ def _walk(node, out: ShellScript, conditional: bool, in_pipeline: bool):
             args = [_word(c) for c in node.children_by_field_name("argument")]
             line, col = _pos(node)
             name = literal(name_node.children[0]) if name_node.children else None
-            out.commands.append(Command(name or name_node.text.decode(), args, line, col,
-                                        in_pipeline, conditional, node))
+            command = Command(name or name_node.text.decode(), args, line, col, in_pipeline, conditional, node)
+            out.commands.append(command)
+            inner = unwrap(command)
+            if inner is not None:
+                out.commands.append(inner)
         for child in node.children:
             if child.type == "variable_assignment":  # X=1 cmd: scoped to the command
                 continue
@@ -200,6 +205,28 @@ def _walk(node, out: ShellScript, conditional: bool, in_pipeline: bool):
             out.expansions.append(Expansion(name, line, col, node))
     for child in node.children:
         _walk(child, out, conditional, in_pipeline)
+
+
+def unwrap(command: Command) -> Command | None:
+    """The command a wrapper runs (`time srun ...`, `timeout 5m srun ...`, `env A=1 srun ...`)."""
+    if command.name not in WRAPPERS:
+        return None
+    skip_duration = command.name == "timeout"
+    for i, arg in enumerate(command.args):
+        text = arg.value
+        if text is None:
+            return None
+        if text.startswith("-") or "=" in text:
+            continue
+        if skip_duration:
+            skip_duration = False
+            continue
+        if command.name == "taskset" and re.fullmatch(r"0x[0-9a-fA-F]+|[0-9,-]+", text):
+            continue
+        inner = Command(text, command.args[i + 1:], arg.line, arg.col, command.in_pipeline,
+                        command.conditional, command.node)
+        return unwrap(inner) or inner
+    return None
 
 
 def _expanded_name(node) -> str | None:

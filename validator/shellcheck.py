@@ -13,6 +13,17 @@ from validator.findings import Finding, InternalFailure
 _LEVELS = {"error": "error", "warning": "warning", "info": "info", "style": "info"}
 OPTIONAL_CHECKS = "check-set-e-suppressed,check-extra-masked-returns"
 
+# The default profile (scripts nobody here wrote) keeps shellcheck's errors and warnings, less these,
+# which are false in a batch script as a rule (measured on public scripts: docs/real-world.md):
+SBATCH_FALSE = {
+    "SC1090": "shellcheck cannot follow a computed `source` path: a limit of the linter, not a defect",
+    "SC1091": "a sourced file that is not here (a cluster's module or conda init): not a defect",
+    "SC2206": "splitting a Slurm list or a number into an array (`nodes=($list)`) is the intent",
+    "SC2207": "`hosts=($(scontrol show hostnames))`: hostnames hold no spaces or globs",
+    "SC2155": "`export X=$(hostname)`: the masked status is of a command that does not fail here",
+    "SC2034": "a variable set for a sourced file, a child or a reader of the script",
+}
+
 
 def shellcheck_binary() -> str:
     override = os.environ.get("VALIDATOR_SHELLCHECK")
@@ -29,11 +40,16 @@ def shellcheck_binary() -> str:
     return found
 
 
-def _command(binary: str, paths: list[str]) -> list[str]:
+def keep_in_default_profile(finding: Finding) -> bool:
+    """Whether a shellcheck finding is a defect or a real risk in somebody else's batch script."""
+    return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE
+
+
+def _command(binary: str, paths: list[str], optional: bool = True) -> list[str]:
     # Sourced files are not followed: each of them is linted on its own (make validate covers
     # scripts/), and following them costs about 0.1 s per script.
-    return [binary, "--format=json1", "--norc", "--shell=bash", "--exclude=SC1091",
-            f"--enable={OPTIONAL_CHECKS}", "--", *paths]
+    enable = [f"--enable={OPTIONAL_CHECKS}"] if optional else []
+    return [binary, "--format=json1", "--norc", "--shell=bash", "--exclude=SC1091", *enable, "--", *paths]
 
 
 def _collect(proc: subprocess.Popen) -> list[dict]:
@@ -54,7 +70,7 @@ def _size(path: str) -> int:
         return 0
 
 
-def start_shellcheck(paths: list[str], jobs: int | None = None):
+def start_shellcheck(paths: list[str], jobs: int | None = None, optional: bool = True):
     """Start shellcheck now (one process per core) and return a function that waits for its findings.
 
     Starting first lets the processes run while Python loads and runs the other rules."""
@@ -72,7 +88,7 @@ def start_shellcheck(paths: list[str], jobs: int | None = None):
     procs = []
     for chunk in chunks:
         try:
-            procs.append(subprocess.Popen(_command(binary, chunk), stdout=subprocess.PIPE,
+            procs.append(subprocess.Popen(_command(binary, chunk, optional), stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True))
         except OSError as exc:
             raise InternalFailure(f"cannot run shellcheck: {exc}") from exc

@@ -45,6 +45,9 @@ RULE_MODULES = [
 ]
 
 SCOPES = ("script", "manifest", "preset", "any")
+# "default": reported on every script; "strict": only in the strict profile (presets, --strict, or a
+# repository whose config asks for it): our own bar, not a defect in somebody else's job.
+PROFILES = ("default", "strict")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Rule:
     description: str
     scope: str
     module: ModuleType
+    profile: str = "default"
 
     def check(self, target):
         return self.module.check(target)
@@ -71,7 +75,8 @@ def _load() -> list[Rule]:
     rules = []
     for name in RULE_MODULES:
         module = importlib.import_module(f"validator.rules.{name}")
-        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module))
+        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module,
+                          getattr(module, "PROFILE", "default")))
     return rules
 
 

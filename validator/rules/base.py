@@ -142,3 +142,48 @@ def image_uses(shell):
             word = command.option("--container-image")
             if word is not None:
                 yield word, None
+
+
+def _array_or_string_words(shell, name: str) -> list[str]:
+    """The literal words a variable or array holds wherever the script sets it (split on blanks)."""
+    from validator.shell import literal
+
+    words = []
+    for a in shell.assignments:
+        if a.name == name:
+            words += (a.value if a.value is not None else a.raw).replace("\\\n", " ").split()
+    stack = [shell.root] if shell.root is not None else []
+    while stack:  # NAME=(...) and NAME+=(...)
+        node = stack.pop()
+        if node.type == "variable_assignment":
+            name_node = node.child_by_field_name("name")
+            value = node.child_by_field_name("value")
+            if name_node is not None and name_node.text.decode() == name and value is not None \
+                    and value.type == "array":
+                for child in value.children:
+                    text = literal(child)
+                    words += (text or child.text.decode("utf-8", "replace")).split()
+        stack.extend(node.children)
+    return [w.strip("\"'") for w in words]
+
+
+def srun_option(shell, command, *names):
+    """An srun option as written, or passed through a variable or array (`srun $SRUN_ARGS`,
+    `srun "${ARGS[@]}"`) that the script fills with it. A Word, or None."""
+    import re
+
+    from validator.shell import Command, Word
+
+    found = command.option(*names)
+    if found is not None:
+        return found
+    for arg in command.args:
+        match = re.fullmatch(r'"?\$\{?(\w+)(\[[@*]\])?\}?"?', arg.raw)
+        if not match:
+            continue
+        words = _array_or_string_words(shell, match.group(1))
+        probe = Command("srun", [Word(w, w, arg.line, arg.col) for w in words], arg.line, arg.col, False, False)
+        inner = probe.option(*names)
+        if inner is not None:
+            return inner
+    return None

@@ -4,6 +4,7 @@ from validator.rules.base import GOOD_BATCH, bad_batch
 ID = "policy-collnet-nvls"
 SEVERITY = "error"
 SCOPE = "script"
+PROFILE = "strict"  # our presets' bar, not a defect in somebody else's job
 DESCRIPTION = 'NCCL_COLLNET_ENABLE=0 or NCCL_NVLS_ENABLE=0 set unconditionally: costs bandwidth everywhere to work around one site.'
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "export SLURM_EXPORT_ENV=ALL\nexport NCCL_NVLS_ENABLE=0\n")

@@ -4,6 +4,7 @@
 ID = "policy-net-plugin"
 SEVERITY = "error"
 SCOPE = "preset"
+PROFILE = "strict"  # our presets' bar, not a defect in somebody else's job
 DESCRIPTION = "A preset pins NCCL_NET_PLUGIN: otherwise whatever plugin sits on the image's library path (HPC-X SHARP) is loaded by chance."
 GOOD = {"preset.yaml": None}
 BAD = {"train.sbatch": ("replace", "export NCCL_NET_PLUGIN=none\n", "")}

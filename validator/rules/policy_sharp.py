@@ -4,6 +4,7 @@ from validator.rules.base import manifest_of
 ID = "policy-sharp"
 SEVERITY = "error"
 SCOPE = "preset"
+PROFILE = "strict"  # our presets' bar, not a defect in somebody else's job
 DESCRIPTION = 'SHARP/CollNet settings only on a topology whose manifest offers SHARP as an opt-in, and only under that opt-in.'
 GOOD = {"preset.yaml": None}
 BAD = {"train.sbatch": ("replace", "export NCCL_NET_PLUGIN=none\n", "export NCCL_NET_PLUGIN=none\nexport NCCL_COLLNET_ENABLE=1\n")}

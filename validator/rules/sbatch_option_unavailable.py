@@ -4,7 +4,7 @@ SEVERITY = "error"
 SCOPE = "script"
 DESCRIPTION = "An option the selected Slurm release lacks, or a SPANK plugin's option the script does not declare."
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
-BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --container-image=ghcr.io#org/img:1\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --power=level\necho ok\n"}  # gone since 24.05
 PROBLEMS = ("unavailable", "spank")
 
 

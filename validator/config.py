@@ -1,0 +1,82 @@
+"""A repository's own settings: `[tool.preset-validator]` in pyproject.toml or a `.validator.toml`.
+
+    strict = true                 # every script gets the strict profile (what presets get)
+    slurm-version = "24.05"       # the Slurm release the repository's scripts are written for
+    spank = ["pyxis", "shifter"]  # SPANK plugins its cluster loads (their sbatch options are valid)
+    spank-options = ["my-flag"]   # options of a site plugin the validator does not know
+
+The nearest folder (from the input upwards to the repository root) with either file wins;
+`.validator.toml` before pyproject.toml.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+TOOL_NAME = "preset-validator"
+CONFIG_NAME = ".validator.toml"
+KEYS = {"strict": bool, "slurm-version": str, "spank": list, "spank-options": list}
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used: a usage error (exit 2) naming the file."""
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str | None = None
+    strict: bool = False
+    slurm_version: str | None = None
+    spank: tuple[str, ...] = ()
+    spank_options: tuple[str, ...] = ()
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ImportError as exc:  # Python < 3.11
+        raise ConfigError(f"{path}: reading TOML needs Python 3.11 or newer") from exc
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+@lru_cache(maxsize=64)
+def load_config(folder: Path, root: Path) -> Config:
+    """The config that applies to a file in `folder` of the repository at `root`."""
+    here = folder.resolve()
+    stop = root.resolve()
+    for current in (here, *here.parents):
+        if (current / CONFIG_NAME).is_file():
+            return _parse(_read_toml(current / CONFIG_NAME), current / CONFIG_NAME)
+        pyproject = current / "pyproject.toml"
+        if pyproject.is_file():
+            table = _read_toml(pyproject).get("tool", {}).get(TOOL_NAME)
+            if table is not None:
+                return _parse(table, pyproject)
+        if current == stop:
+            break
+    return Config()
+
+
+def _parse(table, path: Path) -> Config:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TOOL_NAME}] must be a table")
+    for key, value in table.items():
+        if key not in KEYS:
+            raise ConfigError(f"{path}: unknown key '{key}' (known: {', '.join(KEYS)})")
+        if not isinstance(value, KEYS[key]):
+            raise ConfigError(f"{path}: '{key}' must be a {KEYS[key].__name__}")
+    version = table.get("slurm-version")
+    if version is not None:
+        from validator.sbatch import releases
+        if version not in releases():
+            raise ConfigError(f"{path}: slurm-version '{version}' is not one of {', '.join(releases())}")
+    return Config(str(path), table.get("strict", False), version,
+                  tuple(str(x) for x in table.get("spank", [])),
+                  tuple(str(x) for x in table.get("spank-options", [])))
