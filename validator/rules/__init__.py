@@ -37,6 +37,7 @@ RULE_MODULES = [
     "xcheck_image",
     "xcheck_megatron",
     "xcheck_readme",
+    "xcheck_identity",
     "policy_collnet_nvls",
     "policy_sharp",
     "policy_fabric",

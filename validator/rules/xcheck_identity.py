@@ -1,0 +1,73 @@
+"""The script says which preset it is the way the manifest does: job name, smoke_init's name and node
+range, and the SMOKE_ARCH / SMOKE_GPU_MODEL / SMOKE_IB_PORTS that preflight checks the nodes against.
+A copy of a preset whose script still names the original is judged against the wrong expectations."""
+from validator.rules.base import manifest_of
+
+ID = "xcheck-identity"
+SEVERITY = "error"
+SCOPE = "preset"
+DESCRIPTION = ("The script's identity matches the manifest: --job-name=smoke-NAME, `smoke_init NAME MIN MAX` "
+               "(name, nodes.min, nodes.max), SMOKE_ARCH (topology.arch), SMOKE_GPU_MODEL (topology.gpu.model, "
+               "empty for 'any ...'), SMOKE_IB_PORTS (topology.network.ib_ports_per_node).")
+_INIT = "set -euo pipefail\n"
+_IDENTITY = 'smoke_init example 1 64\nexport SMOKE_ARCH=x86_64 SMOKE_GPU_MODEL="" SMOKE_IB_PORTS=0\n'
+GOOD = {"train.sbatch": ("replace", _INIT, _INIT + _IDENTITY)}
+BAD = {"train.sbatch": ("replace", _INIT, _INIT + _IDENTITY.replace("smoke_init example", "smoke_init ethernet-only"))}
+
+# Variables job-lib.sh hands to preflight, and the manifest value each must equal.
+_HARDWARE = {
+    "SMOKE_ARCH": ("topology.arch", lambda m: m["topology"]["arch"]),
+    "SMOKE_GPU_MODEL": ("topology.gpu.model", lambda m: gpu_model_filter(m["topology"]["gpu"]["model"])),
+    "SMOKE_IB_PORTS": ("topology.network.ib_ports_per_node", lambda m: m["topology"]["network"]["ib_ports_per_node"]),
+}
+
+
+def gpu_model_filter(model: str) -> str:
+    """What preflight matches GPU names against: the model, or '' (any GPU) for 'any ...'."""
+    return "" if model.lower().startswith("any ") or model.lower() == "any" else model
+
+
+def _expected(manifest: dict, getter):
+    try:
+        return str(getter(manifest))
+    except (KeyError, TypeError):
+        return None  # the schema rule reports a missing or mistyped field
+
+
+def check(target):
+    manifest, script = manifest_of(target), target.script
+    if not isinstance(manifest, dict) or script is None or not isinstance(manifest.get("name"), str):
+        return
+    name, display = manifest["name"], script.display
+    job_names = script.parsed.get("job-name")
+    if not job_names:
+        yield (display, 1, 1, f"no #SBATCH --job-name: set --job-name=smoke-{name} (the job log is %x-%j.out)")
+    for option in job_names:
+        if option.value != f"smoke-{name}":
+            yield (display, option.line, option.col,
+                   f"--job-name={option.value} but preset '{name}' runs as smoke-{name}")
+    shell = script.shell
+    inits = shell.named("smoke_init")
+    sources_lib = any("job-lib.sh" in arg.raw for c in shell.named("source", ".") for arg in c.args)
+    if sources_lib and not inits:
+        yield (display, 1, 1, f"sources job-lib.sh but never calls `smoke_init {name} MIN MAX`")
+    nodes = manifest.get("nodes") if isinstance(manifest.get("nodes"), dict) else {}
+    wanted = [("name", name), ("nodes.min", nodes.get("min")), ("nodes.max", nodes.get("max"))]
+    for command in inits:
+        if len(command.args) != 3:
+            yield (display, command.line, command.col,
+                   f"smoke_init takes NAME MIN MAX: `smoke_init {name} {nodes.get('min')} {nodes.get('max')}`")
+            continue
+        for arg, (field, value) in zip(command.args, wanted):
+            if value is not None and arg.value != str(value):
+                yield (display, arg.line, arg.col,
+                       f"smoke_init {field} is '{arg.raw}' but preset.yaml says '{value}'")
+    for variable, (field, getter) in _HARDWARE.items():
+        assignments = shell.assigned(variable)
+        if inits and not assignments:
+            yield (display, inits[0].line, inits[0].col,
+                   f"{variable} is not set: preflight would not check {field} ('{_expected(manifest, getter)}')")
+        value = _expected(manifest, getter)
+        for a in assignments:
+            if value is not None and a.value != value:
+                yield (display, a.line, a.col, f"{variable}={a.raw} but preset.yaml {field} says '{value}'")
