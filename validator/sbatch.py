@@ -151,6 +151,8 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
 
 
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
+# `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
+_USAGE = re.compile(r"^\s*#\s+sbatch\s")
 
 
 def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = None,
@@ -175,7 +177,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             continue
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
-            if _LOOKALIKE.match(line) and number > 1:
+            if _LOOKALIKE.match(line) and number > 1 and not _USAGE.match(line):
                 col = len(line) - len(line.lstrip()) + 1
                 script.lookalikes.append(LookAlike(number, col, line.rstrip("\r"), _lookalike_reason(line)))
             continue

@@ -113,6 +113,17 @@ class ShellScript:
             stack.extend(node.children)
         return sorted(out, key=lambda w: (w.line, w.col))
 
+    def heredoc_lines(self) -> set[int]:
+        """Line numbers inside heredoc bodies (text fed to a command, not run by this shell)."""
+        lines, stack = set(), [self.root] if self.root is not None else []
+        while stack:
+            node = stack.pop()
+            if node.type == "heredoc_body":
+                lines.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
+                continue
+            stack.extend(node.children)
+        return lines
+
     def named(self, *names: str) -> list[Command]:
         return [c for c in self.commands if c.name in names]
 

@@ -26,7 +26,9 @@ def script_files(target: Target):
 
 
 TOPOLOGY_PREFIXES = ("NCCL_", "UCX_", "TORCH_", "CUDA_")
-_SECRET = re.compile(r"(API_KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+# A secret is what a variable holds: a whole word of its name (HF_TOKEN, WANDB_API_KEY,
+# AWS_SECRET_ACCESS_KEY), not a substring (MAX_NEW_TOKENS, TOKENIZER).
+_SECRET = re.compile(r"(^|_)(API_?KEY|ACCESS_KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)(_|$)", re.IGNORECASE)
 
 # A batch script that every launch rule leaves alone: the GOOD example they share.
 GOOD_BATCH = """#!/bin/bash

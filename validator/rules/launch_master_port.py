@@ -10,6 +10,14 @@ BAD = bad_batch("export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12000 ))", "expor
 
 
 _PORT = re.compile(r":(\d+)$")
+# A literal port in a launcher's arguments anywhere in the script, also inside a string
+# (LAUNCHER="accelerate launch --main_process_port 29500 ..."): `--master_port 6000`, `:29500`
+_TEXT = re.compile(r"(?:--(?:master|main)[_-](?:process[_-])?port[= ]+|rdzv[_-]endpoint[= ]+[^\s:]*:)(\d+)\b")
+
+
+def _whole_nodes(script) -> bool:
+    """--exclusive (no value): no other job shares the node, a fixed port cannot collide."""
+    return any(not option.value for option in script.parsed.get("exclusive"))
 
 
 def _judge(value):
@@ -21,8 +29,23 @@ def _judge(value):
 
 def check(target):
     script = target.script
+    if _whole_nodes(script):
+        return
+    found = list(_findings(script))
+    reported = {line for _, line, _, _ in found}
+    yield from found
+    for number, line in enumerate(script.parsed.lines, start=1):
+        if line.lstrip().startswith("#") or number in reported:
+            continue
+        for match in _TEXT.finditer(line):
+            yield (script.display, number, match.start(1) + 1, _judge(match.group(1)))
+            break
+
+
+def _findings(script):
+    used = {e.name for e in script.shell.expansions}
     for a in script.shell.assignments:
-        if a.name == "MASTER_PORT" and a.value and a.value.isdigit():
+        if a.name == "MASTER_PORT" and a.value and a.value.isdigit() and (a.exported or a.name in used):
             yield (script.display, a.line, a.col, _judge(a.value))
     for command in launcher_commands(script.shell):
         for option in ("--master-port", "--master_port"):

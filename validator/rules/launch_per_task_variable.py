@@ -11,11 +11,23 @@ BAD = bad_batch("srun --kill-on-bad-exit=1", 'echo "node $SLURM_NODEID"\nsrun --
 PER_TASK = {"SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_GPUS_ON_NODE"}
 
 
+def _same_on_every_node(parsed) -> bool:
+    """Every node gets the same GPU request (--gpus-per-node, --gres=gpu:N, one task per node, or
+    --gpus-per-task with --ntasks-per-node): node 0's SLURM_GPUS_ON_NODE is every node's."""
+    if parsed.get("gpus-per-node") or any("gpu" in (o.value or "") for o in parsed.get("gres")):
+        return True
+    return parsed.value("ntasks-per-node") == "1" or (bool(parsed.get("gpus-per-task"))
+                                                     and bool(parsed.get("ntasks-per-node")))
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
+    uniform = _same_on_every_node(script.parsed)
     for expansion in script.shell.expansions:
+        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform:
+            continue
         if expansion.name in PER_TASK:
             yield (script.display, expansion.line, expansion.col,
                    f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "

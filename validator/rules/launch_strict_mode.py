@@ -3,9 +3,12 @@ from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = 'A batch script must run with set -euo pipefail before its first srun, or failures (also in srun | tee) go unnoticed.'
+DESCRIPTION = ('A failed srun must fail the job: srun | tee needs pipefail, a command after the main srun needs set -e '
+               '(strict profile: set -euo pipefail before the first srun).')
 GOOD = {"run.sbatch": GOOD_BATCH}
-BAD = bad_batch("set -euo pipefail\n", "set -e\n")
+BAD = bad_batch("set -euo pipefail\n", "set -eu\n")
+BAD = {"run.sbatch": BAD["run.sbatch"].replace(" train.py'\n", " train.py' | tee train.log\n")}
+_TOP = {"program", "redirected_statement", "pipeline"}
 
 
 def _flags(command):
@@ -20,9 +23,58 @@ def _flags(command):
     return flags, options
 
 
+def _top_level(command) -> bool:
+    """A command the batch shell runs unconditionally at the script's top level."""
+    node = command.node.parent
+    while node is not None and node.type in _TOP:
+        if node.type == "program":
+            return True
+        node = node.parent
+    return False
+
+
+def _statement(node):
+    while node.parent is not None and node.parent.type != "program":
+        node = node.parent
+    return node
+
+
+def _risks(script):
+    """Where a failed srun can pass unnoticed: srun | tee without pipefail, or a command after the
+    main srun that becomes the job's status without set -e."""
+    shell = script.shell
+    flags, options = set(), set()
+    for command in shell.named("set"):
+        f, o = _flags(command)
+        flags |= f
+        options |= o
+    errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
+    sruns = [c for c in shell.named("srun") if _top_level(c)]
+    for command in sruns:
+        parent = command.node.parent
+        if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
+            yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
+                                "last command's (tee), a failed srun passes unnoticed"
+    if errexit or not sruns:
+        return
+    main = max(sruns, key=lambda c: c.node.start_byte)
+    statement = _statement(main.node)
+    after = [n for n in statement.parent.children
+             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n")] if statement.parent else []
+    after = [n for n in after if not n.text.decode("utf-8", "replace").lstrip().startswith(("exit", "wait"))]
+    if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
+        line = after[-1].start_point[0] + 1
+        yield main.line, f"the job's status is that of line {line}, not of this srun; add 'set -e' " \
+                         "(or end with 'exit $?' after srun)"
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
+        return
+    if not target.strict:
+        for line, message in _risks(script):
+            yield (script.display, line, 1, message)
         return
     shell = script.shell
     first_srun = min((c.line for c in shell.named("srun")), default=None)

@@ -9,7 +9,11 @@ BAD = {"run.sbatch": "#!/bin/bash\nset -euo pipefail\n#SBATCH --time=00:05:00\ne
 
 def check(target):
     parsed = target.script.parsed
+    # `sbatch <<EOF` / `cat > job.sh <<EOF`: directives of another job that the script writes
+    inside = target.script.shell.heredoc_lines() if parsed.ignored_directives else set()
     for directive in parsed.ignored_directives:
+        if directive.line in inside:
+            continue
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
                "move it above")

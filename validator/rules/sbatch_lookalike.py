@@ -8,5 +8,9 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n# SBATCH --gpus-per-
 
 
 def check(target):
-    for look in target.script.parsed.lookalikes:
+    lookalikes = target.script.parsed.lookalikes
+    inside = target.script.shell.heredoc_lines() if lookalikes else set()
+    for look in lookalikes:
+        if look.line in inside:
+            continue
         yield (target.script.display, look.line, look.col, look.why)
