@@ -22,7 +22,14 @@ SBATCH_FALSE = {
     "SC2207": "`hosts=($(scontrol show hostnames))`: hostnames hold no spaces or globs",
     "SC2155": "`export X=$(hostname)`: the masked status is of a command that does not fail here",
     "SC2034": "a variable set for a sourced file, a child or a reader of the script",
+    "SC2154": "a variable the site, Slurm or the submitting user sets in the environment",
+    "SC2242": "`exit -1` exits 255: still a failure status",
 }
+# Word-splitting hygiene (the warning-level relatives of SC2086): in batch scripts the values are
+# counts, host names, paths and option lists without blanks, and the splitting is usually intended.
+SBATCH_FALSE.update(dict.fromkeys(
+    ("SC2046", "SC2068", "SC2140", "SC2054", "SC2089", "SC2090", "SC2124", "SC2128", "SC2178", "SC2038"),
+    "word splitting of values without blanks (counts, host names, paths, option lists)"))
 
 
 def shellcheck_binary() -> str:
