@@ -17,6 +17,7 @@ class Source:
     display: str
     text: str | None = None
     problems: list[Finding] = field(default_factory=list)
+    bom: bool = False  # a UTF-8 byte order mark was stripped from the start
 
     @property
     def usable(self) -> bool:
@@ -77,6 +78,7 @@ def read_source(path: Path, root: Path) -> Source:
                          line, col)
     if text.startswith("\ufeff"):
         text = text[1:]
+        src.bom = True
     src.text = text
     return src
 

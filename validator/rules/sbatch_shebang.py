@@ -10,6 +10,14 @@ BAD = {"run.sbatch": "#SBATCH --time=00:05:00\necho ok\n"}
 def check(target):
     script = target.script
     first = script.parsed.lines[0] if script.parsed.lines else ""
+    if script.source.bom:
+        yield (script.display, 1, 1, "a UTF-8 byte order mark before '#!': sbatch refuses the file; save it without BOM")
+        return
+    odd = next((i for i, ch in enumerate(first) if ord(ch) > 127), None) if first.startswith("#!") else None
+    if odd is not None:
+        yield (script.display, 1, odd + 1, f"non-ASCII character {first[odd]!r} (U+{ord(first[odd]):04X}) in the '#!' line: "
+               "the kernel looks for that interpreter or option and the job fails at once")
+        return
     if not first.startswith("#!"):
         yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
     elif "bash" not in first:
