@@ -10,7 +10,8 @@ from validator.config import ConfigError, load_config
 from validator.findings import Finding
 from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
 from validator.shellcheck import keep_in_default_profile, start_shellcheck
-from validator.suppress import parse_suppressions
+from validator.source import display_path, peek
+from validator.suppress import SCRIPT_BREAKS, YAML_BREAKS, parse_suppressions
 
 
 class UsageError(Exception):
@@ -29,22 +30,52 @@ class Options:
 
 
 def find_root(start: Path) -> Path:
-    """The repository the inputs belong to: the nearest folder with presets/ or .git, else cwd."""
-    here = start.resolve()
+    """The repository the inputs belong to: the nearest folder with presets/ or .git above the path
+    as written (links are not followed, so a linked preset folder cannot move the repository), else
+    the folder holding the input."""
+    here = Path(os.path.abspath(start))
     for folder in (here, *here.parents):
-        if (folder / "presets").is_dir() or (folder / ".git").exists():
-            return folder
-    return Path.cwd().resolve()
+        try:
+            if (folder / "presets").is_dir() or (folder / ".git").exists():
+                return folder
+        except OSError:
+            continue
+    return here if _is_dir(here) else here.parent
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _listing(folder: Path) -> list[Path]:
+    """A folder's entries, sorted; raises Unlistable when the folder cannot be read."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        raise Unlistable(folder, exc.strerror or str(exc)) from None
+
+
+class Unlistable(Exception):
+    def __init__(self, path: Path, why: str):
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
 
 
 def discover(paths: list[str]) -> list[tuple[str, Path]]:
-    """('preset', folder), ('script', file) or ('shared', file: a preset repository's scripts/)."""
+    """('preset', folder), ('script', file), ('shared', file: a preset repository's scripts/) or
+    ('unreadable', folder that cannot be listed)."""
     found: list[tuple[str, Path]] = []
     if not paths:
         presets = Path("presets")
-        if not presets.is_dir():
+        if not _is_dir(presets):
             raise UsageError("no path given and no presets/ folder here")
-        folders = sorted(p for p in presets.iterdir() if p.is_dir() and not p.name.startswith("."))
+        try:
+            folders = [p for p in _listing(presets) if _is_dir(p) and not p.name.startswith(".")]
+        except Unlistable as exc:
+            return [("unreadable", exc.path)]
         if not folders:
             raise UsageError("presets/ holds no preset folders")
         found = [("preset", p) for p in folders]
@@ -53,40 +84,44 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
         return found
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            if os.path.lexists(path / MANIFEST_NAME) or os.path.lexists(path / SCRIPT_NAME):
-                found.append(("preset", path))
+        try:
+            if _is_dir(path):
+                if os.path.lexists(path / MANIFEST_NAME) or os.path.lexists(path / SCRIPT_NAME):
+                    found.append(("preset", path))
+                else:
+                    subs = [p for p in _listing(path) if _is_dir(p) and os.path.lexists(p / MANIFEST_NAME)]
+                    if not subs:
+                        raise UsageError(f"{display_path(path)}: folder holds no {MANIFEST_NAME} and no preset folders")
+                    found.extend(("preset", p) for p in subs)
+            elif path.name == MANIFEST_NAME:
+                found.append(("preset", path.parent))
+            elif os.path.lexists(path):
+                found.append(("script", path))
             else:
-                subs = sorted(p for p in path.iterdir() if p.is_dir() and (p / MANIFEST_NAME).exists())
-                if not subs:
-                    raise UsageError(f"{raw}: folder holds no {MANIFEST_NAME} and no preset folders")
-                found.extend(("preset", p) for p in subs)
-        elif path.name == MANIFEST_NAME:
-            found.append(("preset", path.parent))
-        elif os.path.lexists(path):
-            found.append(("script", path))
-        else:
-            raise UsageError(f"{raw}: no such file or folder")
+                raise UsageError(f"{display_path(path)}: no such file or folder")
+        except Unlistable as exc:
+            found.append(("unreadable", exc.path))
     return found
 
 
 def shell_scripts_in(folder: Path) -> list[Path]:
     """Bash scripts (by shebang or .sh suffix) directly inside a folder."""
-    if not folder.is_dir():
+    if not _is_dir(folder):
         return []
+    root = find_root(folder)
     found = []
-    for path in sorted(folder.iterdir()):
-        if not path.is_file():
+    try:
+        entries = _listing(folder)
+    except Unlistable:
+        return []
+    for path in entries:
+        if _is_dir(path):
             continue
         if path.suffix == ".sh":
             found.append(path)
             continue
-        try:
-            with open(path, "rb") as handle:
-                head = handle.readline(100)
-        except OSError:
-            continue
-        if head.startswith(b"#!") and b"bash" in head:
+        head = peek(path, root)
+        if head is not None and head.startswith(b"#!") and b"bash" in head.split(b"\n")[0]:
             found.append(path)
     return found
 
@@ -102,8 +137,14 @@ def _applies(rule, target: Target) -> bool:
 
 
 def validate(paths: list[str], options: Options) -> list[Finding]:
+    check_selectors(options)
     targets: list[Target] = []
+    unlisted: list[Finding] = []
     for kind, path in discover(paths):
+        if kind == "unreadable":
+            unlisted.append(Finding(display_path(path), 1, 1, "error", "input-unreadable",
+                                    "cannot list this folder (permission denied or not readable)", unusable=True))
+            continue
         root = find_root(path)
         try:
             config = load_config(path if path.is_dir() else path.parent, root)
@@ -120,25 +161,52 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             target = Target(script=script, repo_root=root, release=release, strict=strict)
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
-        for source in _texts(target):
-            problems = problems + parse_suppressions(source.text, source.display)[2]
+        for source, breaks in _texts(target):
+            problems = problems + parse_suppressions(source.text, source.display, breaks).problems
         target.load_problems = list(problems)
         targets.append(target)
 
     strict = [t.script.display for t in targets if t.script is not None and t.strict]
     default = [t.script.display for t in targets if t.script is not None and not t.strict]
+    findings: list[Finding] = list(unlisted)
     # shellcheck starts first and runs in its own processes while Python loads and runs the rules;
     # the strict profile adds shellcheck's optional checks.
-    pending = [start_shellcheck(group, optional=group is strict)
-               for group in (strict, default) if group and options.shellcheck]
-    findings: list[Finding] = []
-    for target in targets:
-        findings.extend(_run_rules(target))
-    default_paths = set(default)
-    for collect in pending:
-        findings.extend(f for f in collect() if f.path not in default_paths or keep_in_default_profile(f))
-
+    pending = []
+    try:
+        pending += [start_shellcheck(group, optional=group is strict)
+                    for group in (strict, default) if group and options.shellcheck]
+        for target in targets:
+            findings.extend(_run_rules(target))
+        default_paths = set(default)
+        for collect in pending:
+            findings.extend(f for f in collect()
+                            if f.path not in default_paths or keep_in_default_profile(f) or not silenceable(f))
+    finally:
+        for run in pending:
+            run.stop()  # on every way out (an exception, a signal turned into one): no shellcheck left
     return _filter(findings, targets, options)
+
+
+def check_selectors(options: Options) -> None:
+    """A --select/--ignore pattern that matches no rule is a typo that would hide everything."""
+    from validator import rules as registry
+
+    for flag, patterns in (("--select", options.select), ("--ignore", options.ignore)):
+        for pattern in patterns:
+            if not registry.known(pattern):
+                raise UsageError(f"{flag} {pattern!r} matches no rule ('python -m validator rules' lists them; "
+                                 "shellcheck codes are SC1000-SC3999)")
+
+
+# Findings that no suppression, --select or --ignore may hide: a file that could not be read or
+# parsed (nothing else about it was checked), a manifest that failed the schema (the rules that
+# need it did not run), and the suppression checks themselves.
+UNSILENCEABLE = ("yaml-syntax", "yaml-duplicate-key", "yaml-alias", "yaml-tag", "yaml-key", "manifest-schema",
+                 "suppression-reason", "suppression-unknown-rule", "input-too-complex")
+
+
+def silenceable(finding: Finding) -> bool:
+    return not (finding.unusable or finding.rule.startswith("input-") or finding.rule in UNSILENCEABLE)
 
 
 def _run_rules(target: Target) -> list[Finding]:
@@ -162,27 +230,29 @@ def _filter(findings: list[Finding], targets: list[Target], options: Options) ->
 
     suppressions = {}
     for target in targets:
-        for source in _texts(target):
-            by_line, whole, _ = parse_suppressions(source.text, source.display)
-            suppressions[source.display] = (by_line, whole)
+        for source, breaks in _texts(target):
+            parsed = parse_suppressions(source.text, source.display, breaks)
+            suppressions[source.display] = (parsed.by_line, parsed.whole_file)
     kept = []
     for finding in sorted(set(findings)):
+        if not silenceable(finding):
+            kept.append(finding)
+            continue
         if options.select and not registry.matches(finding.rule, list(options.select)):
             continue
         if options.ignore and registry.matches(finding.rule, list(options.ignore)):
             continue
         by_line, whole = suppressions.get(finding.path, ({}, set()))
-        if finding.rule != "suppression-reason" and (
-                registry.matches(finding.rule, list(whole))
-                or registry.matches(finding.rule, list(by_line.get(finding.line, ())))):
+        if finding.rule in whole or finding.rule in by_line.get(finding.line, ()):
             continue
         kept.append(finding)
     return kept
 
 
 def _texts(target: Target):
-    """The readable sources of a target that may carry inline suppressions."""
+    """The readable sources of a target that may carry inline suppressions, with their line breaks
+    (a script's lines are bash's and shellcheck's; a manifest's are the YAML reader's)."""
     if target.script is not None:
-        yield target.script.source
+        yield target.script.source, SCRIPT_BREAKS
     if target.preset is not None and target.preset.manifest_source.usable:
-        yield target.preset.manifest_source
+        yield target.preset.manifest_source, YAML_BREAKS

@@ -35,7 +35,7 @@ class Script:
     @cached_property
     def parsed(self) -> sbatch.SbatchScript:
         declared = set(self.spank)
-        for line in (self.source.text or "").splitlines()[:200]:
+        for line in (self.source.text or "").split("\n", 200)[:200]:
             m = _SPANK_DECL.search(line)
             if m:
                 declared.update(m.group(1).split(","))
@@ -60,9 +60,20 @@ class Preset:
 
     @property
     def manifest(self) -> dict | None:
+        """The manifest for rules that need a well-formed one: None unless it loaded without an
+        unusable problem and passed the schema (rules never see a type the schema refuses)."""
         if self.document is None or not isinstance(self.document.data, dict):
             return None
+        if any(p.unusable for p in self.document.problems) or self.schema_problems:
+            return None
         return self.document.data
+
+    @cached_property
+    def schema_problems(self) -> list:
+        """(line, col, message) for each way the manifest fails the JSON Schema."""
+        from validator.rules.manifest_schema import schema_problems
+
+        return list(schema_problems(self))
 
     @property
     def display(self) -> str:

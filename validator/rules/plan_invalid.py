@@ -13,8 +13,14 @@ def check(target):
 
     preset = target.preset
     manifest = preset.manifest if preset else None
+    if manifest is None:
+        return  # the schema rule reports why; the planner sees only what the schema accepts
+    low, high = manifest["nodes"]["min"], manifest["nodes"]["max"]
+    if low > high:
+        line, col = preset.document.position(("nodes", "min"))
+        yield (preset.display, line, col, f"nodes.min {low} is larger than nodes.max {high}: no node count is valid")
+        return
     try:
-        low, high = manifest["nodes"]["min"], manifest["nodes"]["max"]
         plans = [plan_for(manifest, n) for n in range(low, min(high, 4096) + 1)]
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return  # an incomplete manifest is the schema rule's business

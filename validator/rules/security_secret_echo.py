@@ -9,13 +9,16 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\ne
 
 
 def check(target):
+    import bisect
+
+    secrets = sorted(((e.node.start_byte, i, e) for i, e in enumerate(target.script.shell.expansions)
+                      if is_secret(e.name)), key=lambda t: t[:2])
+    starts = [s for s, _, _ in secrets]
     for command in target.script.shell.named("echo", "printf"):
         start, end = command.node.start_byte, command.node.end_byte
-        for expansion in target.script.shell.expansions:
-            node = expansion.node
-            if not (start <= node.start_byte < end) or not is_secret(expansion.name):
-                continue
-            if ":+" in node.text.decode():  # ${KEY:+yes} prints whether it is set, not the value
+        # only the secret expansions inside this command: a bisect, not a scan of every expansion
+        for _, _, expansion in secrets[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]:
+            if ":+" in expansion.node.text.decode("utf-8", "replace"):  # ${KEY:+yes} says whether it is set
                 continue
             yield (target.script.display, expansion.line, expansion.col,
                    f"{expansion.name} is printed into the log")

@@ -3,8 +3,8 @@ ID = "suppression-reason"
 SEVERITY = "warning"
 SCOPE = "any"
 DESCRIPTION = "'# validator: disable=RULE' must carry a reason after ' -- '."
-GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=launch-eval -- demo only\necho ok\n"}
-BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=launch-eval\necho ok\n"}
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=security-eval -- demo only\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=security-eval\necho ok\n"}
 
 
 def check(target):

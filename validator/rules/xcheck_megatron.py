@@ -9,6 +9,8 @@ GOOD = {"preset.yaml": None}
 BAD = {"preset.yaml": ("replace", "  num_layers: 12\n", "  num_layers: 16\n")}
 
 
+import os
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,26 +20,38 @@ PARALLEL = {"MEGATRON_TENSOR_PARALLEL": "tensor", "MEGATRON_PIPELINE_PARALLEL": 
 
 @lru_cache(maxsize=None)
 def flags_of(release: str):
-    path = FLAGS / f"{release}.txt"
-    if not path.is_file():
+    """The flag list of a release named in the manifest: only a file of the package's own data
+    folder, by exact name (a manifest cannot name a path)."""
+    if f"{release}.txt" not in {p.name for p in FLAGS.glob("*.txt")}:
         return None
-    return {line.strip() for line in path.read_text().splitlines() if line.startswith("--")}
+    return {line.strip() for line in (FLAGS / f"{release}.txt").read_text(encoding="utf-8").split("\n")
+            if line.startswith("--")}
 
 
 def _megatron_words(target):
-    """(display, words) of every place that builds pretrain_gpt.py's arguments."""
+    """(display, words or a read problem) of every place that builds pretrain_gpt.py's arguments."""
     script = target.script
+    launcher_seen = False
     for command, _ in with_payloads(script.shell):
         values = [a.value or "" for a in command.args]
         at = next((i for i, v in enumerate(values) if v.endswith("pretrain_gpt.py")), None)
         if at is not None:
             yield script.display, command.args[at + 1:]
+        if launcher_seen:
+            continue
         if any(v.endswith("scripts/megatron-node") for v in values) or "megatron-node" in " ".join(a.raw for a in command.args):
+            launcher_seen = True
             launcher = target.repo_root / "scripts" / "megatron-node"
-            if launcher.is_file():
+            if os.path.lexists(launcher):
                 from validator.shell import parse_shell
-                text = launcher.read_text()
-                yield str(launcher.relative_to(target.repo_root)), parse_shell(text).array_words()
+                from validator.source import read_source
+
+                shown = str(launcher.relative_to(target.repo_root))
+                src = read_source(launcher, target.repo_root)
+                if not src.usable:
+                    yield [replace(p, path=shown) for p in src.problems], None
+                    continue
+                yield shown, parse_shell(src.text).array_words()
 
 
 def check(target):
@@ -51,6 +65,9 @@ def check(target):
         yield (target.preset.display, line, col, f"no flag list for Megatron-LM '{release}' in validator/data/megatron-flags/")
     else:
         for display, words in _megatron_words(target):
+            if words is None:  # scripts/megatron-node could not be read safely
+                yield from display
+                continue
             for word in words:
                 flag = (word.value or "").split("=", 1)[0]
                 if flag.startswith("--") and flag not in flags:

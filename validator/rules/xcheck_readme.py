@@ -18,11 +18,12 @@ def check(target):
         return
     text = preset.readme.text
     families = set(re.findall(r"\b([A-Z][A-Z0-9]*_)\*", text))
+    words = set(re.findall(r"\w+", text))  # once: a search per variable is quadratic on a large README
     reported = set()
     for a in script.shell.assignments:
         if not (a.exported or a.name.startswith(TOPOLOGY_PREFIXES)) or a.name in reported:
             continue
-        if re.search(r"\b" + re.escape(a.name) + r"\b", text) or any(a.name.startswith(f) for f in families):
+        if a.name in words or any(a.name.startswith(f) for f in families):
             continue
         reported.add(a.name)
         yield (script.display, a.line, a.col, f"{a.name} is set here but README.md never mentions it")

@@ -1,0 +1,11 @@
+"""A suppression must name existing rules exactly: a typo suppresses nothing, a wildcard everything."""
+from validator.rules.base import loader_check
+
+ID = "suppression-unknown-rule"
+SEVERITY = "error"
+SCOPE = "any"
+DESCRIPTION = "'# validator: disable=RULE' must name rule ids that exist (or shellcheck codes), without wildcards."
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=security-eval -- demo only\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable-file=* -- everything\necho ok\n"}
+
+check = loader_check(ID)
