@@ -32,16 +32,18 @@ class Config:
     spank_options: tuple[str, ...] = ()
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path, root: Path) -> dict:
     try:
         import tomllib
     except ImportError as exc:  # Python < 3.11
         raise ConfigError(f"{path}: reading TOML needs Python 3.11 or newer") from exc
+    from validator.source import read_source
+
+    src = read_source(path, root)  # the validator's one reader: size bound, inside the repository
+    if not src.usable:
+        raise ConfigError(f"{path}: " + "; ".join(p.message for p in src.problems))
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+        return tomllib.loads(src.text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
 
@@ -49,14 +51,17 @@ def _read_toml(path: Path) -> dict:
 @lru_cache(maxsize=64)
 def load_config(folder: Path, root: Path) -> Config:
     """The config that applies to a file in `folder` of the repository at `root`."""
-    here = folder.resolve()
-    stop = root.resolve()
+    import os
+
+    # Paths as written, not resolved: a linked folder must not lead the search out of the repository.
+    here = Path(os.path.abspath(folder))
+    stop = Path(os.path.abspath(root))
     for current in (here, *here.parents):
         if (current / CONFIG_NAME).is_file():
-            return _parse(_read_toml(current / CONFIG_NAME), current / CONFIG_NAME)
+            return _parse(_read_toml(current / CONFIG_NAME, root), current / CONFIG_NAME)
         pyproject = current / "pyproject.toml"
         if pyproject.is_file():
-            table = _read_toml(pyproject).get("tool", {}).get(TOOL_NAME)
+            table = _read_toml(pyproject, root).get("tool", {}).get(TOOL_NAME)
             if table is not None:
                 return _parse(table, pyproject)
         if current == stop:
