@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from validator.memory_fit import manifest_for  # noqa: E402
+from validator.memory_fit import manifest_for, preset_rows  # noqa: E402
 from validator.planner import GIB, estimate_memory, plan  # noqa: E402
 
 @dataclass
@@ -118,13 +118,8 @@ HELD_OUT = [
 ]
 
 
-# The presets' own models (presets/*/preset.yaml) at TP = PP = DP = 1, as pretrain_gpt.py builds them:
-# vocabulary 32000 + NullTokenizer's end-of-document token, padded to a multiple of 128 -> 32128.
-PRESETS = [
-    Config("preset-gh200", 24, 2048, 8192, 16, 8, 4096, 2, "flash", "fused", "selective", 32128),
-    Config("preset-ethernet-only", 12, 1024, 4096, 16, 4, 2048, 1, "flash", "fused", "selective", 32128),
-    Config("preset-h100-ib-8port", 24, 4096, 14336, 32, 8, 4096, 1, "flash", "fused", "selective", 32128),
-]
+# The presets' own models (presets/*/preset.yaml) at TP = PP = DP = 1, from the manifests.
+PRESETS = [Config(**row) for row in preset_rows(Path(__file__).resolve().parents[1])]
 SETS = {"fit": FIT, "held-out": HELD_OUT, "presets": PRESETS}
 
 

@@ -14,14 +14,16 @@ import socket
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-ARCH_ALIASES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from validator.catalog import normal_arch  # noqa: E402  (standard library only)
 
 
 def check_arch(expected: str, functional: bool):
     if functional:
         return None, f"skipped in functional mode: no {expected} image runs, the host's Python does"
-    machine = ARCH_ALIASES.get(platform.machine(), platform.machine())
+    machine = normal_arch(platform.machine())
     return machine == expected, f"CPU arch {machine}, preset expects {expected}"
 
 

@@ -117,15 +117,12 @@ def failure_cause(log_text: str) -> str | None:
 
 
 def load_manifest(preset_dir: str) -> dict | None:
-    """The manifest, or None when it cannot be read (said in the verdict)."""
+    """The manifest, read as the validator reads it, or None when it cannot be read (said in the verdict)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     try:
-        import yaml
-    except ImportError:
-        return None
-    try:
-        with open(os.path.join(preset_dir, "preset.yaml"), encoding="utf-8") as handle:
-            return yaml.safe_load(handle) or {}
-    except (OSError, yaml.YAMLError):
+        from validator.catalog import CatalogError, load_manifest as read_manifest
+        return read_manifest(preset_dir)
+    except (CatalogError, ImportError):  # no PyYAML in this Python, or a manifest that does not load
         return None
 
 

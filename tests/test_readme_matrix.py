@@ -1,25 +1,17 @@
-"""The README's matrix table is generated from the manifests; it must not drift."""
-import re
+"""The README's matrix table is generated from the manifests (`python -m validator matrix --write`);
+it must not drift."""
+import json
 
-import yaml
-
-from conftest import ROOT
-
-
-def matrix_rows() -> list[str]:
-    rows = []
-    for manifest in sorted((ROOT / "presets").glob("*/preset.yaml")):
-        m = yaml.safe_load(manifest.read_text())
-        t = m["topology"]
-        images = ", ".join(f"`{v}`" for v in m["container"]["images"].values())
-        rows.append(f"| [{m['name']}](presets/{m['name']}/) | {t['arch']} | {t['gpu']['per_node']} | "
-                    f"{t['gpu']['memory_gib']} GiB | {t['network']['fabric']} | {t['network']['ib_ports_per_node']} | "
-                    f"{m['nodes']['min']}-{m['nodes']['max']} | {images} |")
-    return rows
+from conftest import ROOT, run_validator
+from validator import catalog
 
 
 def test_readme_matrix_matches_manifests():
-    text = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- matrix:begin.*?-->\n(.*?)<!-- matrix:end -->", text, re.S).group(1)
-    table = [line for line in block.strip().splitlines()[2:]]
-    assert table == matrix_rows()
+    old, new = catalog.readme_with_matrix(ROOT)
+    assert old == new, "run `python -m validator matrix --write`"
+    assert run_validator("matrix").returncode == 0
+
+
+def test_schema_architectures_are_the_catalog_table():
+    schema = json.loads((ROOT / "validator" / "schema" / "preset.schema.json").read_text())
+    assert schema["properties"]["topology"]["properties"]["arch"]["enum"] == list(catalog.ARCHES)

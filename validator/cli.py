@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         from validator.rules import RULES
         return _emit("".join(f"{rule.id:34} {rule.severity:8} {rule.profile:8} {rule.description}\n" for rule in RULES),
                      EXIT_CLEAN)
+    if argv[:1] in (["new-preset"], ["matrix"]):
+        from validator.catalog_cli import main as catalog_main
+        return catalog_main(argv)
     if argv[:1] == ["plan"]:
         from validator.plan_cli import main as plan_main
         return plan_main(argv[1:])

@@ -139,6 +139,24 @@ def manifest_for(row: dict, gpu_gib: float) -> dict:
             "parallelism": {"tensor": 1, "pipeline": 1}}
 
 
+def preset_rows(root) -> list[dict]:
+    """The calibration configuration of each preset's own model (presets/*/preset.yaml), the inverse
+    of manifest_for: TP = PP = DP = 1, the vocabulary as pretrain_gpt.py builds it (NullTokenizer's
+    end-of-document token, padded to a multiple of 128). Named preset-NAME; a new preset is found here."""
+    from validator.catalog import manifests
+    from validator.planner import padded_vocab
+
+    rows = []
+    for name, manifest in manifests(root).items():
+        m = manifest["model"]
+        rows.append({"name": f"preset-{name}", "layers": m["num_layers"], "hidden": m["hidden_size"],
+                     "ffn": m["ffn_hidden_size"], "heads": m["num_attention_heads"], "groups": m["num_query_groups"],
+                     "seq": m["seq_length"], "micro": m["micro_batch_size"], "attention": m["attention"],
+                     "optimizer": m.get("optimizer", "fused"), "recompute": m["recompute"],
+                     "vocab": padded_vocab(m["vocab_size"], 1)})
+    return rows
+
+
 def table(data: dict) -> str:
     """The Markdown table of docs/memory-calibration.md for one calibration file."""
     lines = ["| config | L/h/ffn/a/g | s x b, V | attention, recompute, Adam | params | measured max allocated GiB "

@@ -1,4 +1,5 @@
 """The script's container image is the manifest's image for the preset's arch, the image is published for that arch, and the cached .sqsh name carries the arch."""
+from validator.catalog import ARCHES
 from validator.rules.base import image_uses, manifest_of
 
 ID = "xcheck-image"
@@ -9,8 +10,8 @@ GOOD = {"preset.yaml": None}
 BAD = {"preset.yaml": ("replace", "image_arches: [amd64, arm64]", "image_arches: [arm64]")}
 
 
-ARCH_NAMES = {"x86_64": ("x86_64", "amd64"), "aarch64": ("aarch64", "arm64")}
-PLATFORM = {"x86_64": "amd64", "aarch64": "arm64"}
+PLATFORM = ARCHES
+ARCH_NAMES = {arch: (arch, platform) for arch, platform in ARCHES.items()}
 
 
 def check(target):
