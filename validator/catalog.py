@@ -46,14 +46,15 @@ def preset_names(root: Path) -> list[str]:
 def load_manifest(folder: Path) -> dict:
     """A preset's manifest, read as strictly as the validator reads it; CatalogError when it is not
     a clean mapping (the validator says exactly why)."""
+    from validator.source import read_source
     from validator.yamlload import load_yaml
 
     path = Path(folder) / MANIFEST
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot read: {exc}") from exc
-    doc = load_yaml(text, str(path))
+    source = read_source(path, path.resolve().parents[2] if len(path.resolve().parents) > 2 else Path("/"))
+    if not source.usable:
+        first = source.problems[0] if source.problems else None
+        raise CatalogError(f"{path}: cannot read: {first.message if first else 'unreadable'}")
+    doc = load_yaml(source.text, str(path))
     if doc.problems or not isinstance(doc.data, dict):
         first = doc.problems[0] if doc.problems else None
         where = f":{first.line}:{first.col}: {first.message}" if first else ": not a mapping"
