@@ -1,9 +1,10 @@
 """Copies of the real presets with one defect seeded: the validator names it, on the right line."""
 import json
+import shutil
 
 import pytest
 
-from conftest import edited_preset, run_validator
+from conftest import ROOT, edited_preset, run_validator
 
 S, M = "train.sbatch", "preset.yaml"
 CASES = [  # preset, file, old, new, rule, text on the reported line
@@ -22,6 +23,8 @@ CASES = [  # preset, file, old, new, rule, text on the reported line
     ("ethernet-only", S, "export NCCL_NET_PLUGIN=none ", "export NCCL_NETPLUGIN=none ", "policy-net-plugin", None),
     ("ethernet-only", S, "MEGATRON_SEQ_LENGTH:-2048", "MEGATRON_SEQ_LENGTH:-4096", "xcheck-megatron", "MEGATRON_SEQ_LENGTH"),
     ("ethernet-only", S, "set -euo pipefail", "set -eu", "launch-strict-mode", None),
+    # the sourced scripts/job-lib.sh reads the wandb key: xtrace in the preset prints it
+    ("ethernet-only", S, "set -euo pipefail", "set -euxo pipefail", "security-xtrace", "set -euxo pipefail"),
     ("ethernet-only", S, "source \"${SMOKE_ROOT:-$SLURM_SUBMIT_DIR}", "source \"$(dirname \"$0\")/../..", "launch-script-path", "dirname"),
     ("ethernet-only", S, "smoke_wandb\n", "smoke_wandb\necho \"key $WANDB_API_KEY\"\n", "security-secret-echo", "echo"),
     ("ethernet-only", M, "    nic_gbps: 100\n", "    nic_gbps: 100\n    speed: fast\n", "manifest-schema", "speed"),
@@ -32,6 +35,7 @@ CASES = [  # preset, file, old, new, rule, text on the reported line
 def test_seeded_defect_is_reported_on_its_line(tmp_path, case):
     preset, fname, old, new, rule, marker = case
     copy = edited_preset(tmp_path, preset, {fname: [(old, new)]}, into=tmp_path / "presets")
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts")  # what the presets source
     proc = run_validator("--format", "json", str(copy))
     assert proc.returncode == 1, proc.stderr
     hits = [f for f in json.loads(proc.stdout) if f["rule"] == rule]

@@ -178,9 +178,11 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         for target in targets:
             findings.extend(_run_rules(target))
         default_paths = set(default)
+        by_path = {t.script.display: t.script for t in targets if t.script is not None}
         for collect in pending:
             findings.extend(f for f in collect()
-                            if f.path not in default_paths or keep_in_default_profile(f) or not silenceable(f))
+                            if (f.path not in default_paths or keep_in_default_profile(f) or not silenceable(f))
+                            and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path))))
     finally:
         for run in pending:
             run.stop()  # on every way out (an exception, a signal turned into one): no shellcheck left
@@ -207,6 +209,33 @@ UNSILENCEABLE = ("yaml-syntax", "yaml-duplicate-key", "yaml-alias", "yaml-tag", 
 
 def silenceable(finding: Finding) -> bool:
     return not (finding.unusable or finding.rule.startswith("input-") or finding.rule in UNSILENCEABLE)
+
+
+def _deferred_to_step(finding: Finding, script) -> bool:
+    """SC2016 inside the single-quoted command string of `srun ... bash -c '...'`: the expansion is
+    left to the shell on the compute node on purpose."""
+    if script is None:
+        return False
+    from validator.rules.base import with_payloads
+
+    where = (finding.line, finding.col)
+    for command, _ in with_payloads(script.shell):
+        if command.name not in ("bash", "sh") or command.node is None:
+            continue
+        payload = command.option("-c")
+        node = payload.node if payload is not None else None
+        if node is None or not payload.raw.startswith("'") or not _inside_srun(command.node):
+            continue
+        if (node.start_point[0] + 1, node.start_point[1] + 1) <= where <= (node.end_point[0] + 1, node.end_point[1] + 1):
+            return True
+    return False
+
+
+def _inside_srun(node) -> bool:
+    name = node.child_by_field_name("name")
+    words = [name.text.decode("utf-8", "replace")] if name is not None else []
+    words += [c.text.decode("utf-8", "replace") for c in node.children_by_field_name("argument")]
+    return any(w.rsplit("/", 1)[-1] == "srun" for w in words)
 
 
 def _run_rules(target: Target) -> list[Finding]:

@@ -99,9 +99,59 @@ def _embedded(command):
     return None
 
 
+_VAR = re.compile(r"(?<!\\)\$\{?(\w+)\}?")
+
+
+def _unquote(raw: str) -> tuple[str, int]:
+    """The text a shell word carries, as the inner shell will read it; and how many characters of
+    opening quote precede it. "..." loses its escapes (\\$ stays a deferred $), '...' is kept as is."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return raw[1:-1], 1
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        return re.sub(r'\\([$`"\\])', r"\1", raw[1:-1]), 1
+    return raw, 0
+
+
+def payload_text(shell, word):
+    """The shell text of a `bash -c` argument: a literal, a double-quoted string, or variables the
+    script sets (`bash -c "$LAUNCHER $CMD"`). Returns (text, line, col) of where the text starts, or
+    None when it comes from outside the script."""
+    if word.value is not None:
+        text, skip = _unquote(word.raw) if word.raw[:1] in "'\"" else (word.value, 0)
+        return text, word.line, word.col + skip
+    text, skip = _unquote(word.raw)
+    names = _VAR.findall(text)
+    if not names:
+        return text, word.line, word.col + skip
+    base = (word.line, word.col + skip)
+    # only variables: substitute what the script assigns to them (once each)
+    if _VAR.sub("", text).strip(" \t\n\"'") == "":
+        parts = []
+        for name in names:
+            assigned = shell.assigned(name)
+            if len(assigned) != 1:
+                return None
+            parts.append(_unquote(assigned[0].raw)[0])
+            if len(parts) == 1:
+                base = (assigned[0].line, assigned[0].col + len(name) + 2)
+        return " ".join(parts), base[0], base[1]
+    return text, base[0], base[1]
+
+
+def _moved(command, line: int, col: int):
+    """A copy of a command parsed from a payload, with positions in the file (words are shared
+    between a command and the ones it wraps, so they are copied, not moved in place)."""
+    from dataclasses import replace
+
+    def at(item):
+        return replace(item, line=item.line + line - 1, col=item.col + col - 1 if item.line == 1 else item.col)
+    return replace(at(command), args=[at(arg) for arg in command.args])
+
+
 def with_payloads(shell, depth: int = 0):
-    """Commands of the script, the commands they run (srun ... torchrun), and those of literal
-    `bash -c '...'` payloads (run inside steps). Yields (command, inside_another)."""
+    """Commands of the script, the commands they run (srun ... torchrun), and those of `bash -c`
+    payloads (run inside steps): literal, double-quoted, or built from variables the script sets.
+    Yields (command, inside_another); positions inside a payload point into its text."""
     from validator.shell import parse_shell
 
     for command in shell.commands:
@@ -113,13 +163,12 @@ def with_payloads(shell, depth: int = 0):
             yield current, depth > 0 or position > 0
             if current.name in ("bash", "sh") and depth < 2:
                 payload = current.option("-c")
-                if payload is not None and payload.value:
-                    for sub, _ in with_payloads(parse_shell(payload.value), depth + 1):
-                        # positions inside a payload are reported at the payload's start
-                        sub.line, sub.col = payload.line, payload.col
-                        for arg in sub.args:
-                            arg.line, arg.col = payload.line, payload.col
-                        yield sub, True
+                found = payload_text(shell, payload) if payload is not None and payload.raw else None
+                if found is None:
+                    continue
+                text, line, col = found
+                for sub, _ in with_payloads(parse_shell(text), depth + 1):
+                    yield _moved(sub, line, col), True
 
 
 def launcher_commands(shell):
@@ -194,3 +243,44 @@ def srun_option(shell, command, *names):
         if inner is not None:
             return inner
     return None
+
+
+_SOURCE_DIRECTIVE = re.compile(r"#\s*shellcheck\s+source=(\S+)")
+
+
+def sourced_shells(target):
+    """Parsed shell of the repository files a script sources (`source "$ROOT/scripts/lib.sh"`, or the
+    file a `# shellcheck source=` directive names): what they set is in the script's scope."""
+    from pathlib import Path
+
+    from validator.shell import parse_shell
+
+    script = target.script
+    if script is None:
+        return []
+    root = Path(target.repo_root).resolve()
+    here = Path(script.source.path).resolve().parent
+    lines = script.parsed.lines
+    found, seen = [], set()
+    for command in script.shell.named("source", "."):
+        if not command.args:
+            continue
+        candidates = []
+        above = lines[command.line - 2] if command.line >= 2 else ""
+        directive = _SOURCE_DIRECTIVE.search(above)
+        if directive:
+            candidates.append(directive.group(1))
+        tail = re.split(r"[})]|\$\w+", command.args[0].raw.strip("\"'"))[-1]
+        if tail:
+            candidates.append(tail)
+        for candidate in candidates:
+            for base in (root, here):
+                path = (base / candidate.lstrip("/")).resolve()
+                if path in seen or not path.is_file() or root not in (path, *path.parents):
+                    continue
+                seen.add(path)
+                try:
+                    found.append(parse_shell(path.read_text(encoding="utf-8")))
+                except (OSError, UnicodeDecodeError):
+                    continue
+    return found

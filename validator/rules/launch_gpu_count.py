@@ -13,7 +13,19 @@ WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task
          "SLURM_GPUS": "counts the whole job's GPUs, not one node's"}
 
 
+def requested_gpus_per_node(parsed) -> str | None:
+    """The GPU count each node gets from the directives (--gpus-per-node=[type:]N, --gres=gpu[:type]:N)."""
+    for option in parsed.get("gpus-per-node"):
+        return (option.value or "").rsplit(":", 1)[-1]
+    for option in parsed.get("gres"):
+        for item in (option.value or "").split(","):
+            if item.startswith("gpu"):
+                return item.rsplit(":", 1)[-1] if ":" in item else "1"
+    return None
+
+
 def check(target):
+    requested = requested_gpus_per_node(target.script.parsed)
     for command in launcher_commands(target.script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")
         if word is None:
@@ -21,6 +33,7 @@ def check(target):
         for name, why in WRONG.items():
             if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
-        if is_decimal(word.value):
+        # a literal equal to the job's own per-node GPU request says the same thing twice
+        if is_decimal(word.value) and word.value != requested:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

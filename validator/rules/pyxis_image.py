@@ -3,20 +3,29 @@ from validator.rules.base import image_uses
 ID = "pyxis-image"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = "pyxis images: 'registry#path:tag' (not 'registry/path', which goes to Docker Hub), a pinned tag (not latest), local .sqsh paths starting with / or ."
+DESCRIPTION = ("pyxis images: a pinned tag (not latest), local .sqsh paths starting with / or .; strict profile: "
+               "'registry#path:tag', the only form enroot before 4.0 reads")
 GOOD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=ghcr.io#org/img:1.2 true\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=ghcr.io/org/img:latest true\n"}
 
 
-def problems(value):
+# enroot 4.0.0 (NVIDIA/enroot f29a45c, src/docker.sh docker::_parse_uri) also reads Docker's
+# 'registry/path:tag' when the first part has a '.' or ':'; enroot 3.x reads only 'registry#path' and
+# sends 'registry/path' to Docker Hub as a namespace (401). Presets target both; other scripts'
+# clusters most likely run enroot 4, so the default profile accepts the slash form.
+SLASH_FORM_OK_SINCE = "4.0.0"
+
+
+def problems(value, strict=True):
     if value.endswith(".sqsh"):
         if not value.startswith(("/", ".")):
             yield f"local image '{value}' must start with '/' or '.', or pyxis sends it to Docker Hub"
         return
-    if "#" not in value:
+    if "#" not in value and strict:
         first = value.split("/")[0]
         if "." in first or ":" in first:
-            yield f"'{value}' uses '/' after the registry; pyxis needs '{first}#{value[len(first) + 1:]}'"
+            yield (f"'{value}' uses '/' after the registry: enroot before {SLASH_FORM_OK_SINCE} asks Docker Hub for it; "
+                   f"write '{first}#{value[len(first) + 1:]}'")
     tail = value.split("#")[-1].split("/")[-1]
     if "@sha256:" in tail:
         return
@@ -30,8 +39,8 @@ def check(target):
     for word, _ in image_uses(target.script.shell):
         if word.value is None:
             continue
-        for message in problems(word.value):
+        for message in problems(word.value, target.strict):
             yield (target.script.display, word.line, word.col, message)
     for option in target.script.parsed.get("container-image"):
-        for message in problems(option.value or ""):
+        for message in problems(option.value or "", target.strict):
             yield (target.script.display, option.line, option.col, message)

@@ -1,5 +1,5 @@
 """set -x (xtrace) prints every expanded value into the job log: never where a secret is in scope."""
-from validator.rules.base import is_secret
+from validator.rules.base import is_secret, sourced_shells
 ID = "security-xtrace"
 SEVERITY = "error"
 SCOPE = "script"
@@ -10,8 +10,11 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euxo pipefail\n
 
 def check(target):
     shell = target.script.shell
-    secrets = sorted({a.name for a in shell.assignments if is_secret(a.name)}
-                     | {e.name for e in shell.expansions if is_secret(e.name)})
+    secrets = set()
+    for scope in (shell, *sourced_shells(target)):  # a sourced library's secrets are in scope too
+        secrets |= {a.name for a in scope.assignments if is_secret(a.name)}
+        secrets |= {e.name for e in scope.expansions if is_secret(e.name)}
+    secrets = sorted(secrets)
     if not secrets:
         return
     for command in shell.commands:
