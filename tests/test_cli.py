@@ -63,7 +63,7 @@ def test_slurm_version_option(tmp_path):
 def test_repository_config_sets_release_and_profile(tmp_path):
     (tmp_path / ".git").mkdir()
     script = tmp_path / "mine.sbatch"
-    script.write_text("#!/bin/bash\n#SBATCH --time=5 --tres-bind=gres/gpu:verbose\nset -euo pipefail\necho $1\n")
+    script.write_text("#!/bin/bash\n#SBATCH --time=5 --tres-bind=gres/gpu:verbose\nset -euo pipefail\necho $HOME\n")
     assert run_validator(str(script)).returncode == 0
     (tmp_path / "pyproject.toml").write_text('[tool.preset-validator]\nslurm-version = "22.05"\n')
     assert "not available in Slurm 22.05" in run_validator(str(script)).stdout

@@ -1,0 +1,37 @@
+"""Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit."""
+ID = "launch-bare-wait"
+SEVERITY = "warning"
+SCOPE = "script"
+DESCRIPTION = ("Background srun steps collected with a bare 'wait': the job succeeds whatever the steps did, and a "
+               "server step that never exits holds the job until its time limit; wait for each PID and check it.")
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\nset -euo pipefail\n"
+                      "srun -N1 -n1 --kill-on-bad-exit=1 ./a.sh &\nfirst=$!\nsrun -N1 -n1 --kill-on-bad-exit=1 ./b.sh &\n"
+                      "second=$!\nwait \"$first\"\nwait \"$second\"\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\nset -euo pipefail\n"
+                     "srun -N1 -n1 --kill-on-bad-exit=1 ./a.sh &\nsrun -N1 -n1 --kill-on-bad-exit=1 ./b.sh &\nwait\n"}
+
+
+def _backgrounded(command) -> bool:
+    """The command's statement ends with '&'."""
+    node = command.node
+    while node is not None and node.parent is not None and node.parent.type not in ("program", "compound_statement",
+                                                                                        "do_group", "function_definition"):
+        node = node.parent
+    if node is None or node.parent is None:
+        return False
+    siblings = node.parent.children
+    index = siblings.index(node) if node in siblings else -1
+    return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
+
+
+def check(target):
+    shell = target.script.shell
+    background = [c for c in shell.named("srun") if _backgrounded(c)]
+    if not background:
+        return
+    first = min(c.node.start_byte for c in background)
+    for command in shell.named("wait"):
+        if not command.args and command.node.start_byte > first:
+            yield (target.script.display, command.line, command.col,
+                   f"bare 'wait' after {len(background)} background srun step(s): it returns 0 whatever they did "
+                   "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")
