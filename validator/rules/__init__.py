@@ -29,6 +29,7 @@ RULE_MODULES = [
     "launch_bare_wait",
     "launch_unset_argument",
     "launch_default_quotes",
+    "launch_unset_variable",
     "launch_time_limit",
     "pyxis_image",
     "pyxis_container_save",

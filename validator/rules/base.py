@@ -148,6 +148,20 @@ def _moved(command, line: int, col: int):
     return replace(at(command), args=[at(arg) for arg in command.args])
 
 
+def _heredoc(command):
+    """The body of a heredoc fed to a shell (`bash <<EOF`, `srun bash <<'EOF'`): (text, line, col)."""
+    node = command.node
+    parent = node.parent if node is not None else None
+    if parent is None or parent.type != "redirected_statement":
+        return None
+    for child in parent.children:
+        if child.type == "heredoc_redirect":
+            for body in child.children:
+                if body.type == "heredoc_body":
+                    return body.text.decode("utf-8", "replace"), body.start_point[0] + 1, 1
+    return None
+
+
 def with_payloads(shell, depth: int = 0):
     """Commands of the script, the commands they run (srun ... torchrun), and those of `bash -c`
     payloads (run inside steps): literal, double-quoted, or built from variables the script sets.
@@ -163,7 +177,7 @@ def with_payloads(shell, depth: int = 0):
             yield current, depth > 0 or position > 0
             if current.name in ("bash", "sh") and depth < 2:
                 payload = current.option("-c")
-                found = payload_text(shell, payload) if payload is not None and payload.raw else None
+                found = payload_text(shell, payload) if payload is not None and payload.raw else _heredoc(current)
                 if found is None:
                     continue
                 text, line, col = found

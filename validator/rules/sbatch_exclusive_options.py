@@ -17,6 +17,15 @@ EXCLUSIVE = [
 ]
 
 
+# Slurm 26.05 (SchedMD/slurm 1a2bc58796, _validate_gres_vs_gpus_per_node): sbatch stops with
+# "--gpus-per-node and --gres=gpu are mutually exclusive"; earlier releases take both.
+GRES_VS_GPUS_PER_NODE_SINCE = "26.05"
+
+
+def _release_key(release):
+    return tuple(int(x) for x in (release or "0").split("."))
+
+
 def check(target):
     given = {}
     for option in target.script.parsed.options:
@@ -25,6 +34,12 @@ def check(target):
     if "wrap" in given:
         o = given["wrap"]
         yield (target.script.display, o.line, o.col, "--wrap replaces the script body; it has no place in a script")
+    gres = given.get("gres")
+    if gres is not None and "gpu" in (gres.value or "") and "gpus-per-node" in given \
+            and _release_key(target.script.release) >= _release_key(GRES_VS_GPUS_PER_NODE_SINCE):
+        later = max(gres, given["gpus-per-node"], key=lambda o: (o.line, o.col))
+        yield (target.script.display, later.line, later.col,
+               f"--gres=gpu and --gpus-per-node are mutually exclusive in Slurm {target.script.release}; keep one")
     for group in EXCLUSIVE:
         present = [given[name] for name in group if name in given]
         if len(present) > 1:

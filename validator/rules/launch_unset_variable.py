@@ -1,0 +1,83 @@
+"""A variable expanded but set nowhere: a SLURM_ name Slurm never sets (SLURM_NNODE), or a near-miss of a name the script sets ($NODES where NNODES is set)."""
+import difflib
+import re
+from functools import lru_cache
+
+from validator.sbatch import DATA
+
+ID = "launch-unset-variable"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = ("A variable expanded but set nowhere: a SLURM_ name Slurm never sets, or a near-miss of a name the "
+               "script sets (a typo): it expands to nothing.")
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nNNODES=$SLURM_NNODES\n"
+                      "echo \"nodes: $NNODES of $SLURM_JOB_NUM_NODES\"\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nNNODES=$SLURM_NNODE\n"
+                     "echo \"nodes: $NODES\"\n"}
+
+_SLURM = re.compile(r"^(SLURMD?|SBATCH|SRUN|SALLOC)_")
+
+
+@lru_cache(maxsize=1)
+def slurm_variables() -> frozenset:
+    with open(DATA / "slurm_env.txt", encoding="utf-8") as handle:
+        return frozenset(line.strip() for line in handle if line.strip() and not line.startswith("#"))
+
+
+def _set_names(shell) -> set:
+    names = {a.name for a in shell.assignments}
+    stack = [shell.root] if shell.root is not None else []
+    while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
+        node = stack.pop()
+        if node.type in ("for_statement", "c_style_for_statement"):
+            variable = node.child_by_field_name("variable")
+            if variable is not None:
+                names.add(variable.text.decode())
+        elif node.type == "expansion":
+            match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
+            if match:
+                names.add(match.group(1))
+        stack.extend(node.children)
+    for command in shell.named("read", "getopts", "mapfile", "readarray", "declare", "local", "export", "printf"):
+        names.update(a.value for a in command.args if a.value and a.value.isidentifier())
+    return names
+
+
+def _tested(node) -> bool:
+    """Inside `[ -z "$X" ]` / `[[ -n $X ]]`: the script asks whether it is set."""
+    while node is not None and node.type not in ("command", "program"):
+        if node.type == "unary_expression":
+            return True
+        node = node.parent
+    return False
+
+
+def check(target):
+    shell = target.script.shell
+    set_here = _set_names(shell)
+    known = slurm_variables()
+    reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself
+    for expansion in shell.expansions:
+        name = expansion.name
+        if name in set_here or name in reported or not name.isidentifier():
+            continue
+        text = expansion.node.text.decode("utf-8", "replace")
+        if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
+            continue
+        if _SLURM.match(name):
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            reported.add(name)
+            yield (target.script.display, expansion.line, expansion.col,
+                   f"${name}: Slurm sets no such variable and the script does not either{hint}")
+            continue
+        close = difflib.get_close_matches(name, sorted(set_here), n=1, cutoff=0.85)
+        if close and close[0].lower() != name.lower():
+            reported.add(name)
+            where = next(a.line for a in shell.assignments if a.name == close[0]) \
+                if any(a.name == close[0] for a in shell.assignments) else None
+            at = f" (set on line {where})" if where else ""
+            yield (target.script.display, expansion.line, expansion.col,
+                   f"${name} is set nowhere in the script; did you mean {close[0]}{at}? It expands to nothing")
