@@ -108,6 +108,8 @@ def main(argv=None) -> int:
     p.add_argument("--one-profile", action="store_true",
                    help="run only the default invocation (a validator from before the profiles existed)")
     p.add_argument("--unjudged", action="store_true", help="list the findings that carry no judgement")
+    p.add_argument("--findings", action="store_true",
+                   help="list every finding of the default profile with its judgement (a markdown table)")
     p.add_argument("--lost", action="store_true",
                    help="list true judgements that the strict profile no longer reports")
     args = p.parse_args(argv)
@@ -124,6 +126,13 @@ def main(argv=None) -> int:
                 if (f["repo"], f["file"], f["line"], f["rule"]) not in judgements:
                     out.append(f"UNJUDGED\t{f['repo']}\t{f['file']}\t{f['line']}\t{f['rule']}\t{f['message']}")
         reported[name] = {(f["repo"], f["file"], f["line"], f["rule"]) for f in findings}
+        if args.findings and not extra:
+            out += ["| repository | path | line | rule | verdict | why |", "|---|---|---:|---|---|---|"]
+            for key in sorted(reported[name]):
+                ok, why = judgements.get(key, (None, "not judged"))
+                verdict = "-" if ok is None else ("true" if ok else "false")
+                out.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {verdict} | {why} |")
+            out.append("")
     if args.lost:
         default, strict = (list(reported.values()) * 2)[:2]
         lost = [k for k, (ok, _) in judgements.items() if ok and k not in default]

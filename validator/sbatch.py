@@ -272,7 +272,20 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
             else:
                 options.append(Option(None, text, directive.line, tok.col, text, "stray",
                                       f"'{text}' is not an option; sbatch rejects or ignores it"))
-    return options
+    return _first_problem_per_line(options)
+
+
+def _first_problem_per_line(options: list[Option]) -> list[Option]:
+    """A stray word after a bad option on the same line (the '3' of an unknown '-Z 3') is a
+    consequence of it, not a second defect: one finding for the line."""
+    out, bad_lines = [], set()
+    for option in options:
+        if option.problem == "stray" and option.line in bad_lines:
+            continue
+        if option.problem:
+            bad_lines.add(option.line)
+        out.append(option)
+    return out
 
 
 def _match_long(name: str, current: dict, everywhere: dict, release: str | None):

@@ -11,4 +11,4 @@ BAD = bad_batch("#SBATCH --time=00:30:00\n", "")
 def check(target):
     script = target.script
     if is_batch_script(script) and not script.parsed.get("time"):
-        yield (script.display, 1, 1, "no #SBATCH --time: a hung smoke test would hold its nodes until the partition's limit")
+        yield (script.display, 1, 1, "no #SBATCH --time: a hung job holds its nodes until the partition's limit")
