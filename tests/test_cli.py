@@ -121,3 +121,18 @@ def test_rules_listing():
     assert proc.returncode == 0 and "sbatch-unknown-option" in proc.stdout
     listed = {line.split()[0]: line.split()[2] for line in proc.stdout.splitlines()}
     assert listed["policy-collnet-nvls"] == "strict" and listed["launch-time-limit"] == "default"
+
+
+def test_site_spank_options_from_config(tmp_path):
+    """Known plugins' options pass in the default profile; --strict wants them declared; a site
+    plugin's options are declared in the repository config, without a 'did you mean' guess."""
+    (tmp_path / ".git").mkdir()
+    script = tmp_path / "mine.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --time=5\n#SBATCH --image=docker:ubuntu:22.04\n#SBATCH --tmpfs-size=10G\n"
+                      "set -euo pipefail\necho ok\n")
+    default = run_validator(str(script)).stdout
+    assert "--image" not in default and "unknown sbatch option '--tmpfs-size'" in default
+    strict = run_validator("--strict", str(script)).stdout
+    assert "'--image' comes from the shifter SPANK plugin" in strict and "did you mean" not in strict.split("\n")[0]
+    (tmp_path / ".validator.toml").write_text('spank = ["shifter"]\nspank-options = ["tmpfs-size"]\nstrict = true\n')
+    assert run_validator(str(script)).stdout == ""
