@@ -14,6 +14,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from validator.catalog import RDMA_FABRICS  # noqa: E402  (standard library only)
+
 _ITER = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?lm loss: ([0-9.eE+-]+|nan|inf)", re.IGNORECASE)
 _TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\): ([0-9.]+)")
 # torchrun's summary of the first rank that failed
@@ -92,11 +95,11 @@ def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[t
         rows.append(("allreduce_busbw", state, f"{largest['busbw_gbs']:.1f} GB/s at {largest['bytes'] / 2**20:.0f} MiB"
                      + (f", expected >= {floor:g} ({key})" if floor else "")))
     fabric = ((manifest.get("topology") or {}).get("network") or {}).get("fabric")
-    if fabric == "infiniband" and probe["nodes"] > 1:
+    if fabric in RDMA_FABRICS and probe["nodes"] > 1:  # RoCE runs NCCL's IB transport too
         nets = nccl_networks(log_text)
         if "IB" not in nets:
             rows.append(("transport", "FAIL", f"NCCL used {', '.join(sorted(nets)) or 'no network it reported'} "
-                         "on an InfiniBand topology: a silent fallback"))
+                         f"on an {RDMA_FABRICS[fabric]} topology: a silent fallback"))
         else:
             rows.append(("transport", "PASS", "NCCL over IB"))
     return rows
@@ -118,7 +121,6 @@ def failure_cause(log_text: str) -> str | None:
 
 def load_manifest(preset_dir: str) -> dict | None:
     """The manifest, read as the validator reads it, or None when it cannot be read (said in the verdict)."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     try:
         from validator.catalog import CatalogError, load_manifest as read_manifest
         return read_manifest(preset_dir)

@@ -70,3 +70,43 @@ def test_virtual_interfaces_are_not_recommended_for_nccl(tmp_path):
         {"ifname": "eth0", "flags": [], "operstate": "UP", "addr_info": [{"local": "10.0.0.2"}]}]))
     code, report = detect("--ip-output", str(ip))
     assert report["recommendation"]["settings"]["NCCL_SOCKET_IFNAME"] == "eth0"
+
+
+def rdma_tree(tmp_path, link_layer, active=8, device="mlx5_{}"):
+    """A /sys/class/infiniband tree in the kernel's format (hand-made, no such node is reachable)."""
+    for i in range(8):
+        port = tmp_path / "class" / "infiniband" / device.format(i) / "ports" / "1"
+        port.mkdir(parents=True)
+        (port / "state").write_text("4: ACTIVE\n" if i < active else "1: DOWN\n")
+        (port / "rate").write_text("400 Gb/sec (4X NDR)\n" if link_layer == "InfiniBand" else "400 Gb/sec (4X)\n")
+        (port / "link_layer").write_text(link_layer + "\n")
+    return tmp_path
+
+
+def test_roce_node_recommends_the_roce_preset(tmp_path):
+    sys_root = rdma_tree(tmp_path, "Ethernet")
+    code, report = detect("--arch", "x86_64", "--nvidia-smi-output", str(RT / "nvidia-smi-h100x8.csv"),
+                          "--sys-root", str(sys_root), "--ip-output", str(RT / "ip-h100.json"),
+                          "--preset", str(ROOT / "presets" / "roce"))
+    advice = report["recommendation"]
+    assert advice["preset"] == "roce", advice
+    assert advice["settings"]["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}" for i in range(8))
+    assert {p["link_layer"] for p in report["node"]["ib_ports"]} == {"Ethernet"}
+    assert (code, report["mismatches"]) == (0, [])
+
+
+def test_roce_ports_do_not_make_an_infiniband_node(tmp_path):
+    """8 active RoCE ports are not InfiniBand ports: the IB preset lists the mismatch."""
+    sys_root = rdma_tree(tmp_path, "Ethernet")
+    code, report = detect("--arch", "x86_64", "--nvidia-smi-output", str(RT / "nvidia-smi-h100x8.csv"),
+                          "--sys-root", str(sys_root), "--ip-output", str(RT / "ip-h100.json"),
+                          "--preset", str(ROOT / "presets" / "h100-ib-8port"))
+    assert code == 1 and report["mismatches"] == ["InfiniBand: 0 active port(s), preset assumes 8"]
+
+
+def test_infiniband_node_with_all_ports_up_recommends_the_ib_preset(tmp_path):
+    sys_root = rdma_tree(tmp_path, "InfiniBand", device="ibp{}")
+    code, report = detect("--arch", "x86_64", "--nvidia-smi-output", str(RT / "nvidia-smi-h100x8.csv"),
+                          "--sys-root", str(sys_root), "--ip-output", str(RT / "ip-h100.json"))
+    assert report["recommendation"]["preset"] == "h100-ib-8port"
+    assert report["recommendation"]["settings"]["NCCL_IB_HCA"] == "ibp"

@@ -28,6 +28,11 @@ CASES = [  # preset, file, old, new, rule, text on the reported line
     ("ethernet-only", S, "source \"${SMOKE_ROOT:-$SLURM_SUBMIT_DIR}", "source \"$(dirname \"$0\")/../..", "launch-script-path", "dirname"),
     ("ethernet-only", S, "smoke_wandb\n", "smoke_wandb\necho \"key $WANDB_API_KEY\"\n", "security-secret-echo", "echo"),
     ("ethernet-only", M, "    nic_gbps: 100\n", "    nic_gbps: 100\n    speed: fast\n", "manifest-schema", "speed"),
+    # RoCE: NCCL's IB transport must stay on, and NCCL >= 2.21 picks the RoCE v2 GID itself
+    ("roce", S, "export UCX_TLS=tcp  ", "export NCCL_IB_DISABLE=1", "policy-fabric", "NCCL_IB_DISABLE=1"),
+    ("roce", S, "export UCX_TLS=tcp  ", "export NCCL_IB_GID_INDEX=3", "policy-fabric", "NCCL_IB_GID_INDEX=3"),
+    # identity: a copy that still calls itself by the original's name
+    ("roce", S, "smoke_init roce 1 256", "smoke_init h100-ib-8port 1 256", "xcheck-identity", "smoke_init"),
 ]
 
 

@@ -77,6 +77,18 @@ def test_socket_fallback_on_ib_topology_fails(tmp_path):
     assert (code, transport["state"]) == (1, "FAIL") and "Socket" in transport["detail"]
 
 
+@pytest.mark.parametrize("preset,fabric", [("roce", "RoCE"), ("h100-ib-8port", "InfiniBand")])
+def test_roce_is_judged_like_infiniband(tmp_path, preset, fabric):
+    """NCCL runs RoCE through its IB transport (NET/IB); Socket between nodes is a silent fallback."""
+    (tmp_path / "ib").mkdir(), (tmp_path / "socket").mkdir()
+    code, result = judge(probe_run(tmp_path / "ib", "probe-2node-healthy.json", "nccl-ib.log"), preset=preset)
+    assert next(c for c in result["checks"] if c["check"] == "transport")["state"] == "PASS"
+    code, result = judge(probe_run(tmp_path / "socket", "probe-2node-healthy.json", "nccl-socket-fallback.log"),
+                         preset=preset)
+    transport = next(c for c in result["checks"] if c["check"] == "transport")
+    assert (code, transport["state"]) == (1, "FAIL") and f"on an {fabric} topology" in transport["detail"]
+
+
 def test_slow_fabric_and_straggler_fail_with_numbers(tmp_path):
     code, result = judge(probe_run(tmp_path, "probe-2node-slow.json", "nccl-ib.log"))
     failed = {c["check"]: c["detail"] for c in result["checks"] if c["state"] == "FAIL"}

@@ -19,6 +19,11 @@ MANIFEST = "preset.yaml"
 ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}
 ARCH_ALIASES = {**{a: a for a in ARCHES}, **{p: a for a, p in ARCHES.items()}}
 
+# The fabrics NCCL's IB verbs transport runs on (it reports NET/IB on both), each with the link
+# layer its ports show in /sys/class/infiniband/*/ports/*/link_layer; "ethernet" is TCP sockets.
+RDMA_FABRICS = {"infiniband": "InfiniBand", "roce": "RoCE"}
+LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")  # the schema's name pattern: a folder and job name
 
 

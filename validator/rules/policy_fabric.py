@@ -1,11 +1,14 @@
-"""IB settings (NCCL_IB_HCA, IB devices in UCX_NET_DEVICES) on an Ethernet topology, which must set NCCL_IB_DISABLE=1; NCCL_IB_DISABLE=1 on an InfiniBand topology."""
+"""Fabric settings that contradict the manifest's fabric (ethernet, infiniband, roce)."""
+from validator.catalog import RDMA_FABRICS
 from validator.rules.base import manifest_of, setting_value, topology_settings
 
 ID = "policy-fabric"
 SEVERITY = "error"
 SCOPE = "preset"
 PROFILE = "strict"  # our presets' bar, not a defect in somebody else's job
-DESCRIPTION = 'IB settings (NCCL_IB_HCA, IB devices in UCX_NET_DEVICES) on an Ethernet topology, which must set NCCL_IB_DISABLE=1; NCCL_IB_DISABLE=1 on an InfiniBand topology.'
+DESCRIPTION = ('IB settings (NCCL_IB_HCA, IB devices in UCX_NET_DEVICES) on an Ethernet topology, which must set '
+               'NCCL_IB_DISABLE=1; NCCL_IB_DISABLE=1 on an InfiniBand or RoCE topology; NCCL_IB_GID_INDEX on RoCE '
+               'where NCCL (>= 2.21) selects the GID itself.')
 GOOD = {"preset.yaml": None}
 BAD = {"train.sbatch": ("replace", "export NCCL_IB_DISABLE=1\n", "export NCCL_IB_HCA=mlx5_\n")}
 
@@ -30,7 +33,21 @@ def check(target):
         if not any(setting_value(a) == "1" and not a.conditional for a in settings.get("NCCL_IB_DISABLE", [])):
             yield (script.display, script.parsed.first_command_line or 1, 1,
                    "Ethernet-only topology without NCCL_IB_DISABLE=1: NCCL probes for IB devices")
-    elif fabric == "infiniband":
+    elif fabric in RDMA_FABRICS:
         for a in settings.get("NCCL_IB_DISABLE", []):
             if setting_value(a) == "1":
-                yield (script.display, a.line, a.col, "NCCL_IB_DISABLE=1 on an InfiniBand topology: traffic falls back to sockets")
+                yield (script.display, a.line, a.col,
+                       f"NCCL_IB_DISABLE=1 on an {RDMA_FABRICS[fabric]} topology: traffic falls back to sockets")
+    if fabric == "roce" and _version(((manifest.get("software") or {}).get("nccl_min"))) >= (2, 21):
+        for a in settings.get("NCCL_IB_GID_INDEX", []):
+            yield (script.display, a.line, a.col,
+                   "NCCL_IB_GID_INDEX on RoCE with NCCL >= 2.21: NCCL picks the RoCE v2 GID itself "
+                   "(NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY/RANGE steer it); a forced index breaks "
+                   "where GID tables differ")
+
+
+def _version(text) -> tuple:
+    try:
+        return tuple(int(p) for p in str(text).split(".")[:2])
+    except ValueError:
+        return ()
