@@ -341,7 +341,9 @@ def load_crash(folder: Path) -> dict:
 # ----- the hypothesis driver -----------------------------------------------------------------
 
 def fuzz(cases: int, seed: int, repo: Path, crashes: Path, budget_s: float | None = None,
-         shellcheck_every: int = 0, log=print) -> dict:
+         shellcheck_every: int = 0, log=print, chunk: int = 100) -> dict:
+    """Run up to `cases` cases (or until `budget_s` has passed) in hypothesis runs of `chunk`
+    examples, one seed each; every crash is saved under `crashes` and counted, none stops the run."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -350,11 +352,6 @@ def fuzz(cases: int, seed: int, repo: Path, crashes: Path, budget_s: float | Non
     deadline = time.monotonic() + budget_s if budget_s else None
     prepare_repo(repo)
 
-    @hseed(seed)
-    @settings(max_examples=cases, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(levels=st.lists(st.sampled_from(sorted(MUTATORS)), min_size=1, max_size=4),
-           rseed=st.integers(0, 2**32 - 1))
     def one(levels, rseed):
         if deadline and time.monotonic() > deadline:
             return
@@ -371,7 +368,15 @@ def fuzz(cases: int, seed: int, repo: Path, crashes: Path, budget_s: float | Non
             stats["saved"].append(str(folder))
             log(f"crash #{stats['crashes']} at case {stats['cases']}: {why[:160]} -> {folder.name}")
 
-    one()
+    run = 0
+    while stats["cases"] < cases and not (deadline and time.monotonic() > deadline):
+        examples = min(chunk, cases - stats["cases"])
+        hseed(seed * 1_000_003 + run)(settings(
+            max_examples=examples, database=None, deadline=None, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck))(given(
+                levels=st.lists(st.sampled_from(sorted(MUTATORS)), min_size=1, max_size=4),
+                rseed=st.integers(0, 2**32 - 1))(one)))()
+        run += 1
     return stats
 
 
@@ -398,7 +403,7 @@ def main(argv=None) -> int:
                 break
             stats = fuzz(min(args.chunk, args.cases - total["cases"]), args.seed * 100003 + chunk,
                          Path(tmp) / "repo", args.crashes, left, args.shellcheck_every,
-                         log=lambda m: print(m, flush=True))
+                         log=lambda m: print(m, flush=True), chunk=500)
             chunk += 1
             total["cases"] += stats["cases"]
             total["crashes"] += stats["crashes"]

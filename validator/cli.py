@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     except InternalFailure as exc:
         print(f"validator: internal failure: {escape(str(exc))}", file=sys.stderr)
         return EXIT_INTERNAL
+    except KeyboardInterrupt:  # Ctrl-C: shellcheck is already stopped (engine's finally)
+        print("validator: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
     except RecursionError as exc:  # must not happen (every walk is iterative); never a clean run
         print(f"validator: internal failure: input nested too deeply ({exc})", file=sys.stderr)
         return EXIT_INTERNAL

@@ -73,12 +73,15 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
         if not _is_dir(presets):
             raise UsageError("no path given and no presets/ folder here")
         try:
-            folders = [p for p in _listing(presets) if _is_dir(p) and not p.name.startswith(".")]
+            entries = [p for p in _listing(presets) if not p.name.startswith(".")]
         except Unlistable as exc:
             return [("unreadable", exc.path)]
+        folders = [p for p in entries if _is_dir(p)]
+        # a link that leads nowhere (dangling, or a loop) where a preset folder would be
+        found = [("unreadable", p) for p in entries if os.path.islink(p) and not os.path.exists(p)]
         if not folders:
             raise UsageError("presets/ holds no preset folders")
-        found = [("preset", p) for p in folders]
+        found += [("preset", p) for p in folders]
         # The shared in-job scripts are part of every preset: lint them too.
         found += [("shared", p) for p in shell_scripts_in(Path("scripts"))]
         return found
@@ -142,8 +145,9 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
     unlisted: list[Finding] = []
     for kind, path in discover(paths):
         if kind == "unreadable":
-            unlisted.append(Finding(display_path(path), 1, 1, "error", "input-unreadable",
-                                    "cannot list this folder (permission denied or not readable)", unusable=True))
+            why = ("dangling symbolic link (or a link loop)" if os.path.islink(path) and not os.path.exists(path)
+                   else "cannot list this folder (permission denied or not readable)")
+            unlisted.append(Finding(display_path(path), 1, 1, "error", "input-unreadable", why, unusable=True))
             continue
         root = find_root(path)
         try:
@@ -263,7 +267,7 @@ def _filter(findings: list[Finding], targets: list[Target], options: Options) ->
             parsed = parse_suppressions(source.text, source.display, breaks)
             suppressions[source.display] = (parsed.by_line, parsed.whole_file)
     kept = []
-    for finding in sorted(set(findings)):
+    for finding in sorted(set(findings), key=lambda f: (f.path, f.line, f.col, f.severity, f.rule, f.message)):
         if not silenceable(finding):
             kept.append(finding)
             continue

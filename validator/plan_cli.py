@@ -6,9 +6,26 @@ import json
 import sys
 from pathlib import Path
 
+from types import SimpleNamespace
+
+from validator.engine import find_root
+from validator.output import escape
 from validator.planner import as_dict, estimate_memory, plan_for
+from validator.rules.manifest_schema import schema_problems
 from validator.source import read_source
 from validator.yamlload import load_yaml
+
+
+MAX_NODES = 1_000_000  # a node count beyond any cluster: a typo, refused before any work
+MAX_COUNTS = 4096  # node counts planned in one call
+MAX_GPUS_PER_NODE = 1024
+
+
+def _count(text: str, what: str, high: int) -> int:
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(high)) or not 1 <= int(text) <= high:
+        raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a {what} from 1 to {high}")
+    return int(text)
 
 
 def node_counts(text: str) -> list[int]:
@@ -16,14 +33,18 @@ def node_counts(text: str) -> list[int]:
     counts = []
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
-        try:
-            first, last = int(low), int(high) if dash else int(low)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a node count, a list (1,2,8) or a range (1-8)") from None
-        if first < 1 or last < first or last - first > 4096:
-            raise argparse.ArgumentTypeError(f"'{part.strip()}' is not a range of positive node counts")
+        if not low.strip():
+            raise argparse.ArgumentTypeError(f"'{text[:40]}' is not a node count, a list (1,2,8) or a range (1-8)")
+        first = _count(low, "node count", MAX_NODES)
+        last = _count(high, "node count", MAX_NODES) if dash else first
+        if last < first or len(counts) + last - first + 1 > MAX_COUNTS:
+            raise argparse.ArgumentTypeError(f"'{part.strip()[:40]}' is not a range of at most {MAX_COUNTS} node counts")
         counts.extend(range(first, last + 1))
     return counts
+
+
+def gpus_per_node(text: str) -> int:
+    return _count(text, "GPU count per node", MAX_GPUS_PER_NODE)
 
 
 def print_summary(display: str, results: list) -> None:
@@ -43,21 +64,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("preset", help="preset folder or its preset.yaml")
     parser.add_argument("--nodes", type=node_counts, action="extend", required=True,
                         help="node counts: 4, 1,2,8 or 1-8 (repeatable)")
-    parser.add_argument("--gpus-per-node", type=int, help="override the manifest's GPUs per node")
+    parser.add_argument("--gpus-per-node", type=gpus_per_node, help="override the manifest's GPUs per node")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
     path = Path(args.preset)
     manifest_path = path / "preset.yaml" if path.is_dir() else path
-    src = read_source(manifest_path, Path.cwd())
+    src = read_source(manifest_path, find_root(manifest_path))
     if not src.usable:
         for problem in src.problems:
-            print(problem.as_text(), file=sys.stderr)
+            print(escape(problem.as_text()), file=sys.stderr)
         return 2
-    doc = load_yaml(src.text, src.display)
-    if doc.problems or not isinstance(doc.data, dict):
+    display = escape(src.display)
+    doc = load_yaml(src.text, display)
+    # The planner sees only a manifest that passed the schema (every number bounded there).
+    schema = [] if doc.problems else list(schema_problems(SimpleNamespace(document=doc)))
+    if doc.problems or schema or doc.data["nodes"]["min"] > doc.data["nodes"]["max"]:
         for problem in doc.problems:
-            print(problem.as_text(), file=sys.stderr)
-        print(f"{src.display}: run 'python -m validator {args.preset}' first", file=sys.stderr)
+            print(escape(problem.as_text()), file=sys.stderr)
+        for line, col, message in schema:
+            print(escape(f"{display}:{line}:{col}: error: {message} [manifest-schema]"), file=sys.stderr)
+        print(f"{display}: not a valid manifest; run 'python -m validator {escape(args.preset)}' first",
+              file=sys.stderr)
         return 2
     try:
         results = []
@@ -65,15 +92,15 @@ def main(argv: list[str]) -> int:
             p = plan_for(doc.data, nodes, args.gpus_per_node)
             results.append((p, None if p.error else estimate_memory(doc.data, p)))
     except (KeyError, TypeError, ValueError) as exc:
-        print(f"{src.display}: manifest incomplete for planning ({exc}); run the validator on it", file=sys.stderr)
+        print(f"{display}: manifest incomplete for planning ({exc}); run the validator on it", file=sys.stderr)
         return 2
     if args.format == "json":
         print(json.dumps([as_dict(p, m) for p, m in results], indent=2))
     elif len(results) > 1:
-        print_summary(src.display, results)
+        print_summary(display, results)
     else:
         for p, m in results:
-            print(f"{src.display} on {p.nodes} node(s) x {p.gpus_per_node} GPU(s): world {p.world}")
+            print(f"{display} on {p.nodes} node(s) x {p.gpus_per_node} GPU(s): world {p.world}")
             if p.error:
                 print(f"  INVALID: {p.error}")
                 continue
