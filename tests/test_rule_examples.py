@@ -81,3 +81,31 @@ def test_default_profile_bad_examples_fire(rule, tmp_path, monkeypatch):
     paths = materialise(rule.bad, tmp_path)
     ids = {f.rule for f in validate(paths, Options(shellcheck=False))}
     assert rule.id in ids, f"bad example of {rule.id} in the default profile: found {sorted(ids)}"
+
+
+def test_a_module_that_breaks_the_contract_is_named(monkeypatch):
+    import sys
+    import types
+
+    from validator import rules as registry
+
+    broken = types.ModuleType("validator.rules.broken_example")
+    broken.ID, broken.SEVERITY, broken.SCOPE, broken.DESCRIPTION = "broken-example", "fatal", "script", "x"
+    broken.GOOD, broken.BAD = {}, {}
+    monkeypatch.setitem(sys.modules, "validator.rules.broken_example", broken)
+    monkeypatch.setattr(registry, "RULE_MODULES", ["broken_example"])
+    with pytest.raises(TypeError, match=r"broken_example.py breaks the rule contract \(RuleModule\): check\(target\)"):
+        registry._load()
+    broken.check = lambda target: iter(())
+    with pytest.raises(TypeError, match="SEVERITY, SCOPE or PROFILE out of range"):
+        registry._load()
+
+
+def test_every_report_carries_its_rule_id_and_severity():
+    from validator.findings import Finding
+    from validator.rules import BY_ID
+
+    rule = BY_ID["sbatch-abbreviated-option"]
+    assert rule.finding(("x.sbatch", 3, 9, "m")) == Finding("x.sbatch", 3, 9, "warning", rule.id, "m")
+    stamped = rule.finding(Finding("x.sbatch", 3, 9, "error", "other", "m", unusable=True))
+    assert (stamped.severity, stamped.rule, stamped.unusable) == ("warning", rule.id, True)

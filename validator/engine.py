@@ -250,11 +250,7 @@ def _run_rules(target: Target) -> list[Finding]:
         if not _applies(rule, target) or (rule.profile == "strict" and not target.strict):
             continue
         for item in rule.check(target):
-            if isinstance(item, Finding):
-                out.append(item)
-            else:
-                display, line, col, message = item
-                out.append(Finding(display, line, col, rule.severity, rule.id, message))
+            out.append(rule.finding(item))
     return out
 
 

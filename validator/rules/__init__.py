@@ -1,10 +1,37 @@
-"""The registry: every rule the validator knows, one module each."""
+"""The registry: every rule the validator knows, one module each.
+
+The contract (CONTRIBUTING.md says how to add a rule): a module validator/rules/<name>.py is a
+RuleModule. Its `check(target)` yields Reports, (path as displayed, line, column, message); the
+registry makes each a Finding with the module's ID and SEVERITY, which are stated nowhere else. Rules
+that surface what the file readers found (loader_check) yield those Findings, and get the same stamp.
+"""
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, Protocol, Union
+
+from validator.findings import SEVERITIES, Finding
+
+Report = tuple[str, int, int, str]  # (path as displayed, line, column, message)
+
+
+class RuleModule(Protocol):
+    """What every rule module defines. GOOD and BAD are examples: {file name: content or edit} that
+    tests/test_rule_examples.py materialises; the BAD one must trigger the rule, the GOOD one not."""
+    ID: str  # kebab-case, unique
+    SEVERITY: str  # one of validator.findings.SEVERITIES
+    SCOPE: str  # one of SCOPES: what a target must have for the rule to run
+    DESCRIPTION: str  # one sentence, shown by `python -m validator rules`
+    GOOD: dict[str, Any]
+    BAD: dict[str, Any]
+    # optional: PROFILE = "strict" for our presets' bar (default "default")
+
+    def check(self, target: Any) -> Iterable[Union[Report, Finding]]: ...
 
 # Order is the order rules run and are listed in; findings are sorted by position anyway.
 RULE_MODULES = [
@@ -65,8 +92,15 @@ class Rule:
     module: ModuleType
     profile: str = "default"
 
-    def check(self, target):
+    def check(self, target) -> Iterable[Union[Report, Finding]]:
         return self.module.check(target)
+
+    def finding(self, report: Union[Report, Finding]) -> Finding:
+        """A report as a Finding of this rule: its id and severity, whoever produced the report."""
+        if isinstance(report, Finding):
+            return dataclasses.replace(report, rule=self.id, severity=self.severity)
+        display, line, col, message = report
+        return Finding(display, line, col, self.severity, self.id, message)
 
     @property
     def good(self):
@@ -77,12 +111,21 @@ class Rule:
         return self.module.BAD
 
 
+_CONTRACT = {"ID": str, "SEVERITY": str, "SCOPE": str, "DESCRIPTION": str, "GOOD": dict, "BAD": dict}
+
+
 def _load() -> list[Rule]:
     rules = []
     for name in RULE_MODULES:
-        module = importlib.import_module(f"validator.rules.{name}")
-        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module,
-                          getattr(module, "PROFILE", "default")))
+        module: RuleModule = importlib.import_module(f"validator.rules.{name}")  # type: ignore[assignment]
+        wrong = [f"{attr} ({kind.__name__})" for attr, kind in _CONTRACT.items()
+                 if not isinstance(getattr(module, attr, None), kind)]
+        wrong += [] if callable(getattr(module, "check", None)) else ["check(target)"]
+        profile = getattr(module, "PROFILE", "default")
+        if wrong or module.SEVERITY not in SEVERITIES or module.SCOPE not in SCOPES or profile not in PROFILES:
+            raise TypeError(f"validator/rules/{name}.py breaks the rule contract (RuleModule): "
+                            f"{', '.join(wrong) or 'SEVERITY, SCOPE or PROFILE out of range'}")
+        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module, profile))
     return rules
 
 

@@ -20,9 +20,26 @@ def loader_check(rule_id: str):
     return check
 
 
-def script_files(target: Target):
-    if target.script is not None:
-        yield target.script
+def option_check(problems: tuple[str, ...]):
+    """A `check` for the sbatch-option rules: every #SBATCH option whose parse problem (see
+    validator.sbatch.resolve_options) is one of `problems`, with sbatch's own wording; an unknown
+    long option also gets the closest known one."""
+    def check(target: Target):
+        for option in target.script.parsed.options:
+            if option.problem in problems:
+                yield (target.script.display, option.line, option.col, option.detail + _closest(option))
+    return check
+
+
+def _closest(option) -> str:
+    if option.problem != "unknown" or not option.written.startswith("--"):
+        return ""
+    import difflib
+
+    from validator.sbatch import known_options
+    name = option.written[2:].split("=")[0]
+    close = difflib.get_close_matches(name, list(known_options(("pyxis",), None)), n=1)
+    return f"; did you mean '--{close[0]}'?" if close else ""
 
 
 TOPOLOGY_PREFIXES = ("NCCL_", "UCX_", "TORCH_", "CUDA_")
