@@ -97,13 +97,32 @@ smoke_container() {
 }
 
 # smoke_wandb: wandb only when a key is available on the compute node; the key is never printed.
+# The key file must be the user's own regular file (not a link: it could lead anywhere), readable
+# by nobody else (0600 or 0400; any group or other bit refuses it).
 smoke_wandb() {
     local key_file=${SMOKE_WANDB_KEY_FILE:-$HOME/.config/smoke/wandb_api_key}
-    if [[ -z ${WANDB_API_KEY:-} && -r $key_file ]]; then
-        local mode
-        mode=$(stat -c %a "$key_file")
-        if [[ $mode != 600 ]]; then
-            echo "smoke: $key_file must be mode 0600; wandb stays off" >&2
+    if [[ -z ${WANDB_API_KEY:-} && ( -e $key_file || -L $key_file ) ]]; then
+        local why="" owner mode
+        if [[ -L $key_file ]]; then
+            why="is a symbolic link"
+        elif [[ ! -f $key_file ]]; then
+            why="is not a regular file"
+        else
+            local me
+            owner=$(stat -c %u -- "$key_file")
+            mode=$(stat -c %a -- "$key_file")
+            me=$(id -u)
+            if [[ $owner != "$me" ]]; then
+                why="belongs to uid $owner, not to you"
+            elif (( 8#$mode & 8#077 )); then
+                why="is readable or writable by others (mode $mode; chmod 600)"
+            elif [[ ! -r $key_file ]]; then
+                why="is not readable (mode $mode)"
+            fi
+        fi
+        if [[ -n $why ]]; then
+            echo "smoke: $key_file $why; wandb stays off" >&2
+            export SMOKE_WANDB=0
             return 0
         fi
         WANDB_API_KEY=$(<"$key_file")

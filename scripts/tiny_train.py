@@ -57,8 +57,11 @@ def main() -> int:
               "losses": losses,
               # names only: lets a test prove the login node's environment stayed out
               "environ_keys": sorted(os.environ)}
-    with open(os.path.join(args.out, f"rank-{rank}.json"), "w", encoding="utf-8") as handle:
+    # Written aside and renamed: a rank killed mid-write leaves no truncated rank-N.json.
+    path = os.path.join(args.out, f"rank-{rank}.json")
+    with open(f"{path}.{os.getpid()}.tmp", "w", encoding="utf-8") as handle:
         json.dump(report, handle)
+    os.replace(f"{path}.{os.getpid()}.tmp", path)
     return finish()
 
 

@@ -11,8 +11,10 @@ import glob
 import json
 import os
 import re
+import stat
 import statistics
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from validator.catalog import RDMA_FABRICS  # noqa: E402  (standard library only)
@@ -128,71 +130,155 @@ def load_manifest(preset_dir: str) -> dict | None:
         return None
 
 
-def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, str, str]]:
+MAX_READ = 64 * 2**20  # the largest log the verdict reads (the tail is what matters for a failure)
+_STAGE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+
+
+class Unreadable(Exception):
+    """A file of the run folder that cannot be used as it is: a FAIL row, never a crash."""
+
+
+def read_text(path: str) -> str | None:
+    """A regular file's text (undecodable bytes replaced, the last MAX_READ bytes of a longer one),
+    or None when it does not exist. Never blocks (a FIFO in the run folder is refused)."""
+    name = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise Unreadable(f"{name}: cannot read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{name}: not a regular file")
+        if info.st_size > MAX_READ:
+            os.lseek(fd, info.st_size - MAX_READ, os.SEEK_SET)
+        chunks, size = [], 0
+        while size < MAX_READ:
+            chunk = os.read(fd, MAX_READ - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise Unreadable(f"{name}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def read_json(path: str) -> dict:
+    """A JSON object written by a stage; a truncated or foreign file is Unreadable."""
+    name = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
+    text = read_text(path)
+    if text is None:
+        raise Unreadable(f"{name}: missing")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(f"{name}: not JSON ({str(exc)[:100]}): its writer died mid-write?") from None
+    if not isinstance(data, dict):
+        raise Unreadable(f"{name}: not a JSON object")
+    return data
+
+
+# What a malformed but readable report raises somewhere in the judging: a FAIL row for its section.
+_MALFORMED = (Unreadable, KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError,
+              OverflowError, RecursionError, statistics.StatisticsError)
+
+
+def _section(rows: list, label: str, judge, *args) -> None:
+    try:
+        rows += judge(*args)
+    except Unreadable as exc:
+        rows.append((label, "FAIL", str(exc)))
+    except _MALFORMED as exc:
+        rows.append((label, "FAIL", f"malformed {label} report ({type(exc).__name__}: {str(exc)[:100]})"))
+
+
+def _stages(run_dir: str, stages: dict) -> list:
     rows = []
-    if manifest is None:
+    text = read_text(os.path.join(run_dir, "stages.txt"))
+    for line in (text or "").splitlines():
+        name, _, code = line.strip().partition(" ")
+        if not line.strip():
+            continue
+        if not _STAGE_NAME.match(name):  # a stage name is also a log file name: nothing else is read
+            rows.append(("stages.txt", "FAIL", f"garbled line {line[:60]!r}"))
+            continue
+        stages[name] = code
+        detail = f"exit code {code[:20]}"
+        if code != "0":
+            log_text = read_text(os.path.join(run_dir, f"{name}.log"))
+            cause = failure_cause(log_text) if log_text else None
+            if cause:
+                detail += f": {cause}"
+        rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", detail))
+    return rows
+
+
+def _signalled(run_dir: str) -> list:
+    text = read_text(os.path.join(run_dir, "signalled"))
+    if text is None:
+        return []
+    signal_name, _, stage = text.strip().partition(" ")
+    return [("job", "FAIL", f"Slurm ended the job with {signal_name[:20]} during stage {stage[:60]} "
+                            "(a time limit, scancel or a failed node): it did not run to the end")]
+
+
+def _preflight(path: str) -> list:
+    report = read_json(path)
+    return [(f"preflight {report['host']} {name}", "FAIL", check["detail"])
+            for name, check in report["checks"].items() if check["state"] == "FAIL"]
+
+
+def _probe(run_dir: str, manifest: dict, mode: str) -> list:
+    probe_path = os.path.join(run_dir, "probe.json")
+    if not os.path.lexists(probe_path):
+        return [("probe", "FAIL", "the probe stage passed but wrote no probe.json")]
+    probe = read_json(probe_path)
+    return judge_probe(probe, manifest, mode, read_text(os.path.join(run_dir, "probe.log")) or "")
+
+
+def _functional(run_dir: str) -> list:
+    ranks = [read_json(path) for path in sorted(glob.glob(os.path.join(run_dir, "functional", "rank-*.json")))]
+    if not ranks:
+        return [("ranks", "FAIL", "no rank wrote a report: training did not run")]
+    world = ranks[0]["world_size"]
+    state = "PASS" if len(ranks) == world else "FAIL"
+    hosts = sorted({str(r["host"]) for r in ranks})
+    return ([("ranks", state, f"{len(ranks)} of {world} ranks reported from {len(hosts)} node(s)")]
+            + judge_training({"losses": ranks[0]["losses"], "tflops": []}, None))
+
+
+def _megatron(run_dir: str, expectations: dict) -> list:
+    text = read_text(os.path.join(run_dir, "megatron.log"))
+    if text is None:
+        return [("training", "FAIL", "no megatron.log: training did not run")]
+    minimum = (expectations.get("megatron_tflops_per_gpu") or {}).get("min")
+    return judge_training(parse_training_log(text), minimum)
+
+
+def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, str, str]]:
+    """Every section judged on its own: a file that is truncated, foreign or not a file at all
+    fails its section with the reason, and the others are still judged."""
+    rows = []
+    if not isinstance(manifest, dict):
         rows.append(("expectations", "WARN", "preset.yaml unreadable here (PyYAML missing?): floors not checked"))
         manifest = {}
-    expectations = manifest.get("expectations") or {}
-    stages = {}
-    stages_file = os.path.join(run_dir, "stages.txt")
-    if os.path.exists(stages_file):
-        with open(stages_file, encoding="utf-8") as handle:
-            for line in handle:
-                name, _, code = line.strip().partition(" ")
-                stages[name] = code
-                detail = f"exit code {code}"
-                stage_log = os.path.join(run_dir, f"{name}.log")
-                if code != "0" and os.path.exists(stage_log):
-                    with open(stage_log, encoding="utf-8", errors="replace") as log_handle:
-                        cause = failure_cause(log_handle.read())
-                    if cause:
-                        detail += f": {cause}"
-                rows.append((f"stage {name}", "PASS" if code == "0" else "FAIL", detail))
-    signalled = os.path.join(run_dir, "signalled")
-    if os.path.exists(signalled):
-        with open(signalled, encoding="utf-8") as handle:
-            signal_name, _, stage = handle.read().strip().partition(" ")
-        rows.append(("job", "FAIL", f"Slurm ended the job with {signal_name} during stage {stage} "
-                                    "(a time limit, scancel or a failed node): it did not run to the end"))
+    expectations = manifest.get("expectations") if isinstance(manifest.get("expectations"), dict) else {}
+    stages: dict = {}
+    _section(rows, "stages.txt", _stages, run_dir, stages)
+    _section(rows, "signalled", _signalled, run_dir)
     for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
-        for name, check in report["checks"].items():
-            if check["state"] == "FAIL":
-                rows.append((f"preflight {report['host']} {name}", "FAIL", check["detail"]))
+        _section(rows, f"preflight {os.path.basename(path)[:60]}", _preflight, path)
     if stages.get("probe") == "0":
-        probe_path = os.path.join(run_dir, "probe.json")
-        if not os.path.exists(probe_path):
-            rows.append(("probe", "FAIL", "the probe stage passed but wrote no probe.json"))
-        else:
-            with open(probe_path, encoding="utf-8") as handle:
-                probe = json.load(handle)
-            log_path = os.path.join(run_dir, "probe.log")
-            log_text = open(log_path, encoding="utf-8", errors="replace").read() if os.path.exists(log_path) else ""
-            rows += judge_probe(probe, manifest, mode, log_text)
+        _section(rows, "probe", _probe, run_dir, manifest, mode)
     if mode == "functional":
-        ranks = []
-        for path in sorted(glob.glob(os.path.join(run_dir, "functional", "rank-*.json"))):
-            with open(path, encoding="utf-8") as handle:
-                ranks.append(json.load(handle))
-        if not ranks:
-            rows.append(("ranks", "FAIL", "no rank wrote a report: training did not run"))
-        else:
-            world = ranks[0]["world_size"]
-            state = "PASS" if len(ranks) == world else "FAIL"
-            hosts = sorted({r["host"] for r in ranks})
-            rows.append(("ranks", state, f"{len(ranks)} of {world} ranks reported from {len(hosts)} node(s)"))
-            rows += judge_training({"losses": ranks[0]["losses"], "tflops": []}, None)
+        _section(rows, "ranks", _functional, run_dir)
     else:
-        log_path = os.path.join(run_dir, "megatron.log")
-        if not os.path.exists(log_path):
-            rows.append(("training", "FAIL", "no megatron.log: training did not run"))
-        else:
-            with open(log_path, encoding="utf-8", errors="replace") as handle:
-                log = parse_training_log(handle.read())
-            minimum = (expectations.get("megatron_tflops_per_gpu") or {}).get("min")
-            rows += judge_training(log, minimum)
+        _section(rows, "training", _megatron, run_dir, expectations)
     return rows
 
 
@@ -214,7 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(args.run_dir):
         print(f"verdict: no run folder {args.run_dir}", file=sys.stderr)
         return 2
-    rows = collect(args.run_dir, args.mode, load_manifest(args.preset))
+    try:
+        rows = collect(args.run_dir, args.mode, load_manifest(args.preset))
+    except Exception as exc:  # the verdict is promised on every way a job ends: never lose it
+        rows = [("verdict", "FAIL", f"the run folder could not be judged ({type(exc).__name__}: {str(exc)[:200]})")]
     if not rows:
         rows = [("job", "FAIL", "no stage reported anything")]
     result = overall(rows)
@@ -222,9 +311,13 @@ def main(argv: list[str] | None = None) -> int:
                "job_id": os.environ.get("SLURM_JOB_ID"),
                "checks": [{"check": c, "state": s, "detail": d} for c, s, d in rows]}
     path = os.path.join(args.run_dir, "verdict.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=1)
-    os.replace(path + ".tmp", path)
+    try:  # a temporary file of its own, then a rename: a reader never sees half a verdict
+        fd, tmp = tempfile.mkstemp(prefix=".verdict-", suffix=".tmp", dir=args.run_dir)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, indent=1)
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"verdict: cannot write {path}: {exc.strerror}", file=sys.stderr)
     width = max(len(c) for c, _, _ in rows)
     for check, state, detail in rows:
         print(f"verdict: {check:<{width}}  {state:4}  {detail}")

@@ -53,3 +53,38 @@ def test_outside_a_job_it_says_how_to_submit(tmp_path):
     proc = subprocess.run(["bash", "-c", "source scripts/job-lib.sh; smoke_init gh200 1 64"], cwd=ROOT,
                           env={"PATH": os.environ["PATH"]}, capture_output=True, text=True)
     assert proc.returncode == 2 and "sbatch --nodes N" in proc.stderr
+
+
+def wandb(tmp_path, key_file, extra=""):
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "SMOKE_WANDB_KEY_FILE": str(key_file)}
+    return subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/job-lib.sh; {extra} smoke_wandb; "
+                                         "k=${WANDB_API_KEY:-}; echo \"SMOKE_WANDB=$SMOKE_WANDB KEYLEN=${#k}\""],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_wandb_key_file_checks(tmp_path):
+    """0600 and 0400 own regular files are used; a link (wherever it points), a file others can
+    read, a folder and another user's file are refused with the reason, and the key never printed."""
+    key = tmp_path / "key"
+    key.write_text("secret-key-123")
+    for mode, used in ((0o600, True), (0o400, True), (0o640, False), (0o604, False), (0o660, False)):
+        key.chmod(mode)
+        proc = wandb(tmp_path, key)
+        assert proc.returncode == 0, proc.stderr
+        assert ("SMOKE_WANDB=1 KEYLEN=14" in proc.stdout) is used, (oct(mode), proc.stdout, proc.stderr)
+        assert "secret-key-123" not in proc.stdout + proc.stderr
+    key.chmod(0o600)
+    link = tmp_path / "link"
+    link.symlink_to(key)
+    proc = wandb(tmp_path, link)
+    assert "SMOKE_WANDB=0 KEYLEN=0" in proc.stdout and "symbolic link" in proc.stderr
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    assert "symbolic link" in wandb(tmp_path, dangling).stderr
+    assert "not a regular file" in wandb(tmp_path, tmp_path).stderr
+    if os.geteuid() == 0:  # a file of another user: only root can make one here
+        os.chown(key, 12345, 12345)
+        proc = wandb(tmp_path, key)
+        assert "SMOKE_WANDB=0" in proc.stdout and "belongs to uid 12345" in proc.stderr
+    proc = wandb(tmp_path, tmp_path / "absent")
+    assert "SMOKE_WANDB=0" in proc.stdout and proc.returncode == 0

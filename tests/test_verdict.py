@@ -143,3 +143,39 @@ def test_job_ended_by_slurm_fails_and_says_so(tmp_path):
     job = next(c for c in result["checks"] if c["check"] == "job")
     assert code == 1 and job["state"] == "FAIL"
     assert job["detail"].startswith("Slurm ended the job with SIGTERM during stage megatron")
+
+
+def test_any_run_folder_content_still_gives_a_verdict(tmp_path):
+    """Truncated reports (a rank killed mid-write), foreign JSON, FIFOs and folders where files
+    belong, binary logs, a stage name that points elsewhere: each fails its own section, with the
+    reason, and verdict.json is still written."""
+    import os
+    (tmp_path / "stages.txt").write_bytes(b"preflight 0\nprobe 0\n../../etc/passwd 1\n\xff\xfe garbage\n\n")
+    (tmp_path / "signalled").write_bytes(b"\x00\x01SIGTERM")
+    pre = tmp_path / "preflight"
+    pre.mkdir()
+    (pre / "a.json").write_text('{"host": "n1", "checks": {"gpu": {"sta')
+    (pre / "b.json").write_text("[]")
+    os.mkfifo(pre / "c.json")
+    (pre / "d.json").mkdir()
+    (pre / "e.json").write_text('{"host": "n2", "checks": {"gpu": "FAIL"}}')
+    (pre / "f.json").write_text("[" * 100000 + "]" * 100000)
+    (tmp_path / "probe.json").write_text('{"world_size": "x"')
+    os.mkfifo(tmp_path / "megatron.log")
+    code, result = judge(tmp_path)
+    assert (code, result["verdict"]) == (1, "FAIL")
+    details = {c["check"]: c["detail"] for c in result["checks"]}
+    assert "stages.txt" in details and "garbled" in details["stages.txt"]
+    assert "not JSON" in details["preflight a.json"] and "not a JSON object" in details["preflight b.json"]
+    assert "not a regular file" in details["preflight c.json"] and "not a regular file" in details["training"]
+    assert "malformed" in details["preflight e.json"] and "not JSON" in details["probe"]
+    fn = tmp_path / "functional"
+    fn.mkdir()
+    (fn / "rank-0.json").write_text('{"rank": 0, "world_size": 2, "host": "n1", "losses": [3.1, 2.')
+    (fn / "rank-1.json").write_text('{"rank": 1, "world_size": 2, "host": "n1", "losses": ["x", null]}')
+    code, result = judge(tmp_path, mode="functional")
+    assert (code, result["verdict"]) == (1, "FAIL")
+    assert any("rank-0.json: not JSON" in c["detail"] for c in result["checks"] if c["check"] == "ranks")
+    (tmp_path / "verdict.json").unlink()
+    (tmp_path / "verdict.json").mkdir()  # even where the verdict cannot be written, it is printed
+    assert verdict.main(["--run-dir", str(tmp_path), "--preset", str(ROOT / "presets" / "gh200")]) == 1
