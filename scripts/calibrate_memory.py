@@ -129,8 +129,7 @@ def flash_core_attention():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     class FlashCoreAttention(MegatronModule):
-        def __init__(self, config, layer_number, attn_mask_type, attention_type, cp_comm_type=None,
-                     softmax_scale=None, pg_collection=None):
+        def __init__(self, config, layer_number, attn_mask_type, attention_type, **kwargs):
             super().__init__(config=config)
             self.dropout = config.attention_dropout
 
@@ -170,12 +169,16 @@ def measure(c: Config, steps: int) -> dict:
         num_layers=c.layers, hidden_size=c.hidden, ffn_hidden_size=c.ffn, num_attention_heads=c.heads,
         num_query_groups=c.groups, gated_linear_unit=True, activation_func=F.silu, add_bias_linear=False,
         normalization="RMSNorm", bf16=True, params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16,
+        attention_softmax_in_fp32=False,  # pretrain_gpt.py's default (--attention-softmax-in-fp32 not given)
         **recompute)
     spec = get_gpt_layer_local_spec(normalization="RMSNorm")
     if c.attention == "flash":
         spec.submodules.self_attention.submodules.core_attention = flash_core_attention()
     model = GPTModel(config=config, transformer_layer_spec=spec, vocab_size=c.vocab, max_sequence_length=c.seq,
                      position_embedding_type="rope", share_embeddings_and_output_weights=False).cuda()
+    # pretrain_gpt.py wraps the model in Float16Module, which casts every parameter to bf16; torch's
+    # RMSNorm (local layers, no Apex) is created in fp32 and would otherwise keep fp32 activations.
+    model = model.to(torch.bfloat16)
     params = sum(p.numel() for p in model.parameters())
     ddp_config = DistributedDataParallelConfig(grad_reduce_in_fp32=True, use_distributed_optimizer=True)
     model = DistributedDataParallel(config=config, ddp_config=ddp_config, module=model)

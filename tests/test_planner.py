@@ -110,102 +110,131 @@ def test_plan_command_prints_table_and_json():
 
 
 CALIBRATION = ROOT / "docs" / "calibration"
-TARGET = 0.15  # issue #5: every configuration within +-15% of the measured peak
+TARGET = 0.15  # issues #5 and #17: every configuration within +-15% of the measured peak
+# Megatron-LM's own pretrain_gpt.py (recorded on an H200): what the estimate is calibrated on
+PRETRAIN = ("h200-pretrain-gpt-fit.json", "h200-pretrain-gpt-held-out.json")
+# the earlier harness (scripts/calibrate_memory.py before its norms were cast to bf16): kept as a record
+HARNESS = ("h200-fit-set.json", "h200-held-out.json", "h200-presets.json")
 
 
 def calibration_rows():
-    for name in ("h200-fit-set.json", "h200-held-out.json", "h200-presets.json"):
+    for name in PRETRAIN:
         data = json.loads((CALIBRATION / name).read_text())
         for row in data["rows"]:
             yield pytest.param(row, data["gpu_gib"], id=f"{data['set']}:{row['name']}")
 
 
+def row_estimate(row, gpu_gib):
+    return estimate_memory(memory_fit.manifest_for(row, gpu_gib), plan(1, 1, row["heads"], row["groups"], row["micro"], 1, 1, 1),
+                           pad_vocab=False)
+
+
 @pytest.mark.parametrize("row,gpu_gib", list(calibration_rows()))
-def test_estimate_against_recorded_h200_measurements(row, gpu_gib):
-    est = estimate_memory(memory_fit.manifest_for(row, gpu_gib), plan(1, 1, row["heads"], row["groups"], row["micro"], 1, 1, 1),
-                          pad_vocab=False)
+def test_estimate_against_recorded_pretrain_gpt_runs(row, gpu_gib):
+    est = row_estimate(row, gpu_gib)
     if "bytes" in row:
         assert est.params_total == row["params"]
+        assert row["max_allocated_gib"] == pytest.approx(max(row["bytes"]["peak_backward"], row["bytes"]["peak_step"]) / 2**30,
+                                                         abs=0.01)
         assert abs(est.allocated_gib / row["max_allocated_gib"] - 1) <= TARGET, (est.allocated_gib, row["max_allocated_gib"])
-    else:  # the run ran out of the GPU's memory: the estimate must say so
+    else:  # the run ran out of the GPU's memory: the plan must say it does not fit
         assert "oom" in row
-        assert est.allocated_gib > gpu_gib
+        assert not est.fits, (est.total_gib, est.budget_gib)
 
 
-def test_held_out_set_has_enough_measured_configurations_near_the_limit():
-    rows = json.loads((CALIBRATION / "h200-held-out.json").read_text())["rows"]
+def test_pretrain_gpt_rows_are_recordings_of_the_pinned_release():
+    for name in PRETRAIN:
+        data = json.loads((CALIBRATION / name).read_text())
+        assert data["recording"] is True and data["megatron_lm"].startswith("core_v0.13.0 ")
+        assert data["device"] == "NVIDIA H200" and "scripts/megatron-node" in data["command"]
+        for row in data["rows"]:
+            assert row["megatron_env"]["MEGATRON_TRANSFORMER_IMPL"] == "local"
+            assert (row["attention"], row["optimizer"]) == ("unfused", "torch")  # what local layers without Apex run
+
+
+def test_pretrain_gpt_held_out_set_covers_the_limit_and_out_of_memory():
+    rows = json.loads((CALIBRATION / "h200-pretrain-gpt-held-out.json").read_text())["rows"]
     measured = [r for r in rows if "bytes" in r]
     assert len(measured) >= 6
     assert sum(r["max_allocated_gib"] > 100 for r in measured) >= 3
-    assert {r["attention"] for r in measured} == {"flash", "unfused"}
     assert {r["recompute"] for r in measured} == {"none", "selective", "full"}
+    assert sum("oom" in r for r in rows) >= 4
+    fit_names = {r["name"] for r in json.loads((CALIBRATION / "h200-pretrain-gpt-fit.json").read_text())["rows"]}
+    assert not fit_names & {r["name"] for r in rows}
+
+
+def test_megatron_report_after_iteration_1_misses_adam_state():
+    """Why pretrain_gpt.py's own memory report reads low: torch's Adam creates its moments (8 bytes per
+    parameter) in the first step, after iteration 1's forward and backward passes have peaked."""
+    rows = {r["name"]: r for r in json.loads((CALIBRATION / "h200-pretrain-gpt-held-out.json").read_text())["rows"]}
+    gh200 = rows["preset-gh200"]
+    report = gh200["megatron_report_after_iteration_1_mb"]["max_allocated"] / 1024
+    assert report == pytest.approx(39.2, abs=0.1) and gh200["max_allocated_gib"] == pytest.approx(51.4, abs=0.1)
+    assert gh200["max_allocated_gib"] - report == pytest.approx(8 * gh200["params"] / 2**30, rel=0.03)
 
 
 def test_planner_coefficients_are_the_recorded_fit():
     """A coefficient edited by hand, or a new fit file without updating the planner, fails here."""
-    rows = json.loads((CALIBRATION / "h200-fit-set.json").read_text())["rows"]
+    rows = json.loads((CALIBRATION / "h200-pretrain-gpt-fit.json").read_text())["rows"]
     c = memory_fit.fit(rows)
     pairs = [(planner.LAYER_SBH, c.layer_sbh), (planner.LAYER_SBKV, c.layer_sbkv), (planner.LAYER_SBF, c.layer_sbf),
              (planner.LAYER_SCORES, c.layer_scores), (planner.ONCE_SBV, c.once_sbv), (planner.ONCE_SBH, c.once_sbh),
-             (planner.BACKWARD_SBV, c.backward_sbv), (planner.BACKWARD_SBH, c.backward_sbh),
-             (planner.BACKWARD_SCORES["none"], c.backward_scores),
+             (planner.FULL_SBH, c.full_sbh), (planner.BACKWARD_SBV, c.backward_sbv),
+             (planner.BACKWARD_SBH, c.backward_sbh), (planner.BACKWARD_SCORES["none"], c.backward_scores),
              (planner.BACKWARD_SCORES["selective"], c.backward_scores_selective),
+             (planner.BACKWARD_SCORES["full"], c.backward_scores_full),
              (planner.BACKWARD_FREED_SBV, c.backward_scores_freed_sbv),
              (planner.SCORE_BUFFER_BYTES, c.static_scores_buffer),
-             (planner.STEP_BYTES_PER_PARAM["torch"], c.torch_adamw_step),
-             (planner.STEP_BYTES_PER_PARAM["fused"], c.fused_adam_step)]
+             (planner.STEP_BYTES_PER_PARAM["torch"], c.torch_adamw_step)]
     for used, fitted in pairs:
         assert used == pytest.approx(fitted, abs=0.06)
     assert planner.STATIC_OTHER_BYTES == pytest.approx(c.static_other, rel=0.05)
+    # no TE or Apex on the device: the fused step comes from the harness's fused-AdamW rows
+    harness = json.loads((CALIBRATION / "h200-fit-set.json").read_text())["rows"]
+    assert planner.STEP_BYTES_PER_PARAM["fused"] == pytest.approx(memory_fit.step_transient(harness, "fused"), abs=0.02)
 
 
 def test_fit_recovers_known_coefficients_from_synthetic_rows():
     """The fitting code itself: rows made from chosen coefficients must give them back."""
-    truth = dict(sbh=30.0, sbkv=5.0, sbf=9.0, scores=7.0, sbv=4.0, once_h=12.0, bsbv=2.0, bsbh=1.0, bscores=9.0,
-                 freed=8.0, sel=16.0, buf=2.0, other=5e7, torch_step=4.0, fused_step=0.2)
+    truth = dict(sbh=17.0, sbkv=5.0, sbf=8.0, scores=5.0, sbv=4.0, once_h=5.0, full=2.0, bsbv=2.0, bsbh=0.5,
+                 sel=8.0, fullf=3.0, freed=8.0, buf=2.0, other=7e7, torch_step=4.0)
     rows = []
     shapes = [("base", 1024, 4096, 16, 16, 2048, 2), ("seq4096", 1024, 4096, 16, 16, 4096, 2),
               ("micro4", 1024, 4096, 16, 16, 2048, 4), ("gqa4", 1024, 4096, 16, 4, 2048, 2),
               ("ffn8192", 1024, 8192, 16, 16, 2048, 2), ("h2048", 2048, 5632, 16, 16, 2048, 2),
               ("heads8", 1024, 4096, 8, 8, 2048, 2)]
-    for attention in ("flash", "unfused"):
-        for layers in (2, 4):
-            for name, h, f, a, g, s, b in shapes:
-                for recompute in (("none", "selective") if attention == "unfused" and name == "base" else ("none",)):
-                    row = {"name": f"{name}-L{layers}-{attention}" + (f"-{recompute}" if recompute != "none" else ""),
-                           "layers": layers, "hidden": h, "ffn": f, "heads": a, "groups": g, "seq": s, "micro": b,
-                           "attention": attention, "recompute": recompute, "optimizer": "torch", "vocab": 32000,
-                           "params": 10**8 * layers}
-                    d = memory_fit.dims(row)
-                    unfused = attention == "unfused"
-                    static = 18 * row["params"] + truth["other"] + (truth["buf"] * d["scores"] if unfused else 0)
-                    keep_scores = unfused and recompute == "none"
-                    layer = truth["sbh"] * d["sbh"] + truth["sbkv"] * d["sbkv"] + truth["sbf"] * d["sbf"] \
-                        + (truth["scores"] * d["scores"] if keep_scores else 0)
-                    forward = layers * layer + truth["sbv"] * d["sbv"] + truth["once_h"] * d["sbh"]
-                    scores_bwd = truth["sel"] if recompute == "selective" else truth["bscores"]
-                    backward = truth["bsbv"] * d["sbv"] + truth["bsbh"] * d["sbh"] \
-                        + (max(0, scores_bwd * d["scores"] - truth["freed"] * d["sbv"]) if unfused else 0)
-                    row["bytes"] = {"static": static, "after_forward": static + forward,
-                                    "peak_backward": static + forward + backward,
-                                    "peak_step": static + truth["torch_step"] * row["params"]}
-                    rows.append(row)
-    for optimizer in ("torch", "fused"):
-        params = 3 * 10**9
-        rows.append({"name": f"opt-3b-{optimizer}", "optimizer": optimizer, "params": params,
-                     "bytes": {"static": 18 * params, "after_forward": 0, "peak_backward": 0,
-                               "peak_step": 18 * params + truth[f"{optimizer}_step"] * params}})
+    for layers in (2, 4):
+        for name, h, f, a, g, s, b in shapes:
+            for recompute in (("none", "selective", "full") if name in ("base", "seq4096", "heads8") else ("none",)):
+                row = {"name": f"{name}-L{layers}-unfused" + (f"-{recompute}" if recompute != "none" else ""),
+                       "layers": layers, "hidden": h, "ffn": f, "heads": a, "groups": g, "seq": s, "micro": b,
+                       "attention": "unfused", "recompute": recompute, "optimizer": "torch", "vocab": 32000,
+                       "params": 10**8 * layers}
+                d = memory_fit.dims(row)
+                static = 18 * row["params"] + truth["other"] + truth["buf"] * d["scores"]
+                linear = truth["sbh"] * d["sbh"] + truth["sbkv"] * d["sbkv"] + truth["sbf"] * d["sbf"]
+                layer = linear + truth["scores"] * d["scores"]
+                kept = {"none": layer, "selective": linear, "full": truth["full"] * d["sbh"]}[recompute]
+                forward = layers * kept + truth["sbv"] * d["sbv"] + truth["once_h"] * d["sbh"]
+                later = {"none": -1.0, "selective": truth["sel"] * d["scores"] - truth["freed"] * d["sbv"],
+                         "full": layer + truth["fullf"] * d["scores"] - truth["freed"] * d["sbv"]}[recompute]
+                backward = truth["bsbv"] * d["sbv"] + truth["bsbh"] * d["sbh"] + max(0.0, later)
+                row["bytes"] = {"static": static, "after_forward": static + forward,
+                                "peak_backward": static + forward + backward,
+                                "peak_step": static + truth["torch_step"] * row["params"]}
+                rows.append(row)
     c = memory_fit.fit(rows)
-    got = [c.layer_sbh, c.layer_sbkv, c.layer_sbf, c.layer_scores, c.once_sbv, c.once_sbh, c.backward_sbv,
-           c.backward_sbh, c.backward_scores, c.backward_scores_freed_sbv, c.backward_scores_selective,
-           c.static_scores_buffer, c.static_other, c.torch_adamw_step, c.fused_adam_step]
-    want = [truth[k] for k in ("sbh", "sbkv", "sbf", "scores", "sbv", "once_h", "bsbv", "bsbh", "bscores", "freed",
-                               "sel", "buf", "other", "torch_step", "fused_step")]
+    got = [c.layer_sbh, c.layer_sbkv, c.layer_sbf, c.layer_scores, c.once_sbv, c.once_sbh, c.full_sbh,
+           c.backward_sbv, c.backward_sbh, c.backward_scores_selective, c.backward_scores_full,
+           c.backward_scores_freed_sbv, c.static_scores_buffer, c.static_other, c.torch_adamw_step]
+    want = [truth[k] for k in ("sbh", "sbkv", "sbf", "scores", "sbv", "once_h", "full", "bsbv", "bsbh", "sel",
+                               "fullf", "freed", "buf", "other", "torch_step")]
     assert got == pytest.approx(want, rel=1e-6)
+    assert c.backward_scores == 0.0  # never the peak in these rows
 
 
 def test_memory_fit_cli_prints_coefficients():
-    proc = subprocess.run([sys.executable, "-m", "validator.memory_fit", str(CALIBRATION / "h200-fit-set.json")],
+    proc = subprocess.run([sys.executable, "-m", "validator.memory_fit", str(CALIBRATION / "h200-pretrain-gpt-fit.json")],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and "layer_scores" in proc.stdout
     bad = subprocess.run([sys.executable, "-m", "validator.memory_fit"], capture_output=True, text=True, cwd=ROOT)
@@ -227,7 +256,7 @@ def test_memory_fit_rejects_bad_input_without_a_traceback(tmp_path, content, mes
 
 def test_calibration_doc_tables_are_generated_from_the_recorded_files():
     doc = (ROOT / "docs" / "memory-calibration.md").read_text()
-    for name in ("h200-fit-set.json", "h200-held-out.json", "h200-presets.json"):
+    for name in PRETRAIN + HARNESS:
         assert memory_fit.table(json.loads((CALIBRATION / name).read_text())) in doc, f"regenerate the {name} table"
 
 

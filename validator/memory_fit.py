@@ -1,10 +1,11 @@
 """Fit the memory estimator's coefficients from a phase-by-phase calibration run.
 
-scripts/calibrate_memory.py --set fit records, for small GPT models that change one dimension at a
-time at 2 and 4 layers, the allocated bytes between the phases of a training step. This module turns
-those rows into the coefficients that validator/planner.py uses (`python3 -m validator.memory_fit
-docs/calibration/h200-fit-set.json` prints them), each by least squares over the rows that isolate
-it. Pure Python: no numpy needed to re-check a fit.
+docs/calibration/h200-pretrain-gpt-fit.json records, for small GPT models that change one dimension at
+a time at 2 and 4 layers, the allocated bytes between the phases of a training step of Megatron-LM's
+pretrain_gpt.py (bench/pretrain_gpt/). This module turns those rows into the coefficients that
+validator/planner.py uses (`python3 -m validator.memory_fit docs/calibration/h200-pretrain-gpt-fit.json`
+prints them), each by least squares over the rows that isolate it. Pure Python: no numpy needed to
+re-check a fit.
 
 Names: s sequence, b micro-batch, h hidden, f FFN hidden, kv = query groups x head dim, a heads,
 V vocabulary, P parameters; sbh = s*b*h and so on, all in bytes per element.
@@ -30,15 +31,17 @@ class Coefficients:
     layer_scores: float  # saved per layer, per a*s^2*b, unfused attention only
     once_sbv: float  # saved once per model (logits and loss), per s*b*V
     once_sbh: float  # saved once per model (embedding output, final norm), per s*b*h
+    full_sbh: float  # saved per layer under full recompute (the layer's input), per s*b*h
     backward_sbv: float  # transient at the start of the backward pass, per s*b*V
     backward_sbh: float  # transient at the start of the backward pass, per s*b*h
-    backward_scores: float  # transient of one unfused attention backward, per a*s^2*b
+    backward_scores: float  # one unfused attention backward without recompute, per a*s^2*b (0: never the peak)
     backward_scores_selective: float  # the same when the attention forward is recomputed first
-    backward_scores_freed_sbv: float  # what the loss has freed by then, per s*b*V
+    backward_scores_full: float  # the same on top of a recomputed layer (full recompute)
+    backward_scores_freed_sbv: float  # what the loss's backward has freed by then, per s*b*V
     static_scores_buffer: float  # Megatron's persistent score buffer (unfused), per a*s^2*b
     static_other: float  # bytes beyond 18 per parameter that stay allocated (RoPE cache, masks)
     torch_adamw_step: float  # transient of torch's foreach AdamW step, per parameter of the shard
-    fused_adam_step: float  # transient of a fused Adam step, per parameter of the shard
+    fused_adam_step: float  # transient of a fused Adam step, per parameter of the shard (nan: no rows)
 
 
 def _solve(rows: list[list[float]], ys: list[float]) -> list[float]:
@@ -51,6 +54,8 @@ def _solve(rows: list[list[float]], ys: list[float]) -> list[float]:
     aty = [sum(xr[i] * y for xr, y in zip(x, ys)) for i in range(n)]
     for col in range(n):  # Gauss-Jordan with partial pivoting
         pivot = max(range(col, n), key=lambda r: abs(ata[r][col]))
+        if abs(ata[pivot][col]) < 1e-12:
+            raise ValueError("these rows cannot separate the coefficients (a singular system)")
         ata[col], ata[pivot] = ata[pivot], ata[col]
         aty[col], aty[pivot] = aty[pivot], aty[col]
         for r in range(n):
@@ -67,6 +72,8 @@ def dims(row: dict) -> dict:
 
 
 def fit(rows: list[dict]) -> Coefficients:
+    """Rows named <shape>-L2/-L4-unfused[-selective|-full] (unfused attention: every term shows)
+    and, optionally, opt-* rows for the optimizer steps (docs/memory-calibration.md)."""
     measured = {r["name"]: r for r in rows if "bytes" in r}
 
     def phase(row, key):
@@ -78,54 +85,72 @@ def fit(rows: list[dict]) -> Coefficients:
     def backward_extra(row):
         return phase(row, "peak_backward") - phase(row, "after_forward")
 
-    shapes = sorted({n.split("-L")[0] for n in measured if "-L2-flash" in n})
-    pairs = [(measured[f"{sh}-L2-flash"], measured[f"{sh}-L4-flash"]) for sh in shapes
-             if f"{sh}-L4-flash" in measured]
-    # 1. per-layer saved activations without scores: the slope from 2 to 4 layers, flash attention
-    per_layer = [(l4, (forward(l4) - forward(l2)) / 2) for l2, l4 in pairs]
-    c_sbh, c_sbkv, c_sbf = _solve([[dims(r)[k] for k in ("sbh", "sbkv", "sbf")] for r, _ in per_layer],
-                                  [y for _, y in per_layer])
+    def pairs(suffix):
+        shapes = sorted({n.split("-L")[0] for n in measured if n.endswith(f"-L2-unfused{suffix}")})
+        return [(measured[f"{sh}-L2-unfused{suffix}"], measured[f"{sh}-L4-unfused{suffix}"]) for sh in shapes
+                if f"{sh}-L4-unfused{suffix}" in measured]
+
+    plain = pairs("")
+    # 1. per-layer saved activations: the slope from 2 to 4 layers, every term at once
+    terms = ("sbh", "sbkv", "sbf", "scores")
+    c_sbh, c_sbkv, c_sbf, c_scores = _solve([[dims(l4)[k] for k in terms] for _, l4 in plain],
+                                            [(forward(l4) - forward(l2)) / 2 for l2, l4 in plain])
 
     def layer_linear(row):
         d = dims(row)
         return c_sbh * d["sbh"] + c_sbkv * d["sbkv"] + c_sbf * d["sbf"]
 
-    # 2. the score term: unfused slope minus the same layer's linear part
-    unfused = [(measured[f"{sh}-L2-unfused"], measured[f"{sh}-L4-unfused"]) for sh in shapes
-               if f"{sh}-L2-unfused" in measured and f"{sh}-L4-unfused" in measured]
-    (c_scores,) = _solve([[dims(l4)["scores"]] for _, l4 in unfused],
-                         [(forward(l4) - forward(l2)) / 2 - layer_linear(l4) for l2, l4 in unfused])
-    # 3. saved once per model: what is left at 2 layers
-    c_once_v, c_once_h = _solve([[dims(l2)["sbv"], dims(l2)["sbh"]] for l2, _ in pairs],
-                                [forward(l2) - 2 * layer_linear(l2) for l2, _ in pairs])
-    # 4. transient at the start of the backward pass (flash: no score term)
-    flash = [r for n, r in measured.items() if n.endswith("-flash") and "-L" in n]
-    c_bwd_v, c_bwd_h = _solve([[dims(r)["sbv"], dims(r)["sbh"]] for r in flash],
-                              [backward_extra(r) for r in flash])
+    def layer(row):
+        return layer_linear(row) + c_scores * dims(row)["scores"]
+
+    # 2. saved once per model: what is left at 2 layers
+    c_once_v, c_once_h = _solve([[dims(l2)["sbv"], dims(l2)["sbh"]] for l2, _ in plain],
+                                [forward(l2) - 2 * layer(l2) for l2, _ in plain])
+    # 3. full recompute keeps each layer's input: its slope from 2 to 4 layers, per s*b*h
+    full = pairs("-full")
+    (c_full,) = _solve([[dims(l4)["sbh"]] for _, l4 in full], [(forward(l4) - forward(l2)) / 2 for l2, l4 in full])
+    # 4. transient when the backward pass starts (the logits' gradient), from rows without recompute
+    none = [r for l2, l4 in plain for r in (l2, l4)]
+    c_bwd_v, c_bwd_h = _solve([[dims(r)["sbv"], dims(r)["sbh"]] for r in none], [backward_extra(r) for r in none])
 
     def residual(row):
         d = dims(row)
         return backward_extra(row) - c_bwd_v * d["sbv"] - c_bwd_h * d["sbh"]
 
-    # 5. one unfused attention backward, less what the loss has freed by then (rows where it shows)
-    shows = [r for n, r in measured.items() if n.endswith("-unfused") and residual(r) > 0.05 * backward_extra(r)]
-    c_bwd_scores, c_freed = _solve([[dims(r)["scores"], -dims(r)["sbv"]] for r in shows], [residual(r) for r in shows])
-    selective = [r for n, r in measured.items() if n.endswith("-unfused-selective")]
-    (c_bwd_sel,) = _solve([[dims(r)["scores"]] for r in selective],
-                          [residual(r) + c_freed * dims(r)["sbv"] for r in selective])
-    # 6. static bytes beyond 18 per parameter
-    flash_static = [phase(r, "static") - STATIC_BYTES_PER_PARAM * r["params"] for r in flash]
-    static_other = mean(flash_static)
-    unfused_rows = [r for n, r in measured.items() if n.endswith("-unfused") and "-L" in n]
-    (c_buffer,) = _solve([[dims(r)["scores"]] for r in unfused_rows],
-                         [phase(r, "static") - STATIC_BYTES_PER_PARAM * r["params"] - static_other for r in unfused_rows])
-    # 7. optimizer step transients
-    def step(kind):
-        rs = [r for n, r in measured.items() if n.startswith("opt-") and r["optimizer"] == kind]
-        return mean((phase(r, "peak_step") - phase(r, "static")) / r["params"] for r in rs) if rs else float("nan")
+    # 5. a later peak: the last layer's attention backward (after its recompute), once the loss's
+    #    backward has freed part of the logits. Rows where it shows: F[recompute] * scores - freed * sbv
+    #    (+ the recomputed layer under full recompute).
+    kinds = {"none": [r for r in none], "selective": [r for p in pairs("-selective") for r in p],
+             "full": [r for p in full for r in p]}
+    shows = {k: [r for r in rs if residual(r) > 0.05 * backward_extra(r)] for k, rs in kinds.items()}
+    names = [k for k in ("none", "selective", "full") if shows[k]]
+    rows_x, ys = [], []
+    for k in names:
+        for r in shows[k]:
+            d = dims(r)
+            rows_x.append([d["scores"] if k == kk else 0.0 for kk in names] + [-d["sbv"]])
+            ys.append(residual(r) - (layer(r) if k == "full" else 0.0))
+    solved = _solve(rows_x, ys) if rows_x else [0.0]
+    factors = dict(zip(names, solved[:-1]))
+    c_freed = solved[-1]
+    # 6. static bytes beyond 18 per parameter: the score buffer (unfused) and a constant
+    unfused = [r for l2, l4 in plain for r in (l2, l4)]
+    c_buffer, static_other = _solve([[dims(r)["scores"], 1.0] for r in unfused],
+                                    [phase(r, "static") - STATIC_BYTES_PER_PARAM * r["params"] for r in unfused])
 
-    return Coefficients(c_sbh, c_sbkv, c_sbf, c_scores, c_once_v, c_once_h, c_bwd_v, c_bwd_h, c_bwd_scores,
-                        c_bwd_sel, c_freed, c_buffer, static_other, step("torch"), step("fused"))
+    return Coefficients(c_sbh, c_sbkv, c_sbf, c_scores, c_once_v, c_once_h, c_full, c_bwd_v, c_bwd_h,
+                        factors.get("none", 0.0), factors.get("selective", 0.0), factors.get("full", 0.0), c_freed,
+                        c_buffer, static_other, step_transient(rows, "torch"), step_transient(rows, "fused"))
+
+
+def step_transient(rows: list[dict], kind: str) -> float:
+    """The optimizer step's transient per parameter: from opt-* rows where present, else from every
+    row of that optimizer (least squares through the origin); nan without rows."""
+    measured = [r for r in rows if "bytes" in r and r.get("optimizer") == kind]
+    rs = [r for r in measured if r["name"].startswith("opt-")] or [r for r in measured if "-L" in r["name"]]
+    if not rs:
+        return float("nan")
+    return sum((r["bytes"]["peak_step"] - r["bytes"]["static"]) * r["params"] for r in rs) / sum(r["params"] ** 2 for r in rs)
 
 
 def manifest_for(row: dict, gpu_gib: float) -> dict:
@@ -173,9 +198,9 @@ def table(data: dict) -> str:
             lines.append(head + f"| {r['max_allocated_gib']:.1f} | {r['max_reserved_gib']:.1f} "
                                 f"| {est.allocated_gib:.1f} | {errors[-1]:+.1f}% |")
         else:
-            verdict = "yes" if est.allocated_gib > data["gpu_gib"] else "NO"
+            verdict = "yes" if not est.fits else "NO"
             lines.append(head + f"| out of memory ({data['gpu_gib']} GiB) | | {est.allocated_gib:.1f} "
-                                f"| predicts OOM: {verdict} |")
+                                f"| plan says does not fit: {verdict} |")
     magnitudes = sorted(abs(e) for e in errors)
     lines.append("")
     lines.append(f"Worst error {max(errors, key=abs):+.1f}%, median |error| {magnitudes[len(magnitudes) // 2]:.1f}%, "

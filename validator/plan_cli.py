@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
                                  ("activations (layers)", m.activations_gib), ("logits, embeddings", m.logits_gib),
                                  ("backward transient", m.backward_gib),
                                  ("optimizer step peak", m.step_peak_gib), ("allocator peak", m.allocated_gib),
-                                 ("CUDA/NCCL allowance", m.fixed_gib)):
+                                 ("CUDA/NCCL allowance", m.fixed_gib), ("allocator reserve", m.reserve_gib)):
                 print(f"    {label:22} {value:7.2f}")
             verdict = "fits" if m.fits else "DOES NOT FIT"
             print(f"    {'total':22} {m.total_gib:7.2f}  of {m.budget_gib:.1f} usable -> {verdict}")

@@ -6,10 +6,10 @@
 static bytes (weights, gradient buffer, optimizer state), the activations saved by the forward
 pass, the transient at the start of the backward pass, and the optimizer step's transient; the peak
 is static plus the larger of the last two phases. docs/memory-calibration.md says which
-coefficients were MEASURED (fitted by validator/memory_fit.py on an H200 with megatron-core
-0.19.2, one GPU, rows in docs/calibration/h200-fit-set.json, checked on held-out shapes) and which
-are DERIVED (everything that needs more than one GPU: TP, PP and DP scaling, sequence parallelism,
-Transformer Engine's own kernels, for which torch's flash SDPA and fused AdamW stood in).
+coefficients were MEASURED (fitted by validator/memory_fit.py on Megatron-LM core_v0.13.0's own
+pretrain_gpt.py on an H200, one GPU, local layers, rows in docs/calibration/h200-pretrain-gpt-fit.json,
+checked on held-out shapes) and which are DERIVED (everything that needs more than one GPU: TP, PP
+and DP scaling, sequence parallelism, and Transformer Engine's own kernels: flash attention and fused Adam).
 """
 from __future__ import annotations
 
@@ -18,21 +18,32 @@ from dataclasses import asdict, dataclass
 GIB = 2**30
 # Not in torch's allocator statistics: CUDA context and NCCL buffers (derived allowance).
 FIXED_ALLOWANCE_GIB = 3.0
+# Blocks torch's caching allocator keeps reserved beyond the allocated peak, per s*b*V (one fp32 copy of
+# the logits): a micro-batch of 160 with full recompute ran out of memory with 43 GiB reserved but
+# unallocated and 113 GiB estimated (docs/memory-calibration.md).
+RESERVE_SBV = 4.0
 # Fraction of GPU memory a plan may use; the rest is headroom for fragmentation and other sites' GPUs.
 HEADROOM_FRACTION = 0.85
 
-# Fitted coefficients, bytes per element (validator/memory_fit.py prints them from the fit file;
+# Fitted coefficients, bytes per element (validator/memory_fit.py prints them from
+# docs/calibration/h200-pretrain-gpt-fit.json, Megatron-LM's pretrain_gpt.py on an H200;
 # tests/test_planner.py checks that these agree with it).
 STATIC_BYTES_PER_PARAM = 18  # bf16 weights 2 + fp32 gradient buffer 4 + fp32 master weights and Adam 12
-STATIC_OTHER_BYTES = 76e6  # RoPE cache and masks
-SCORE_BUFFER_BYTES = 2.0  # Megatron's persistent bf16 score buffer, per a*s^2*b (unfused)
-LAYER_SBH, LAYER_SBKV, LAYER_SBF = 28.3, 6.0, 10.0  # saved per layer, per s*b*h, s*b*kv, s*b*ffn
-LAYER_SCORES = 7.0  # saved per layer, per a*s^2*b, unfused attention (fp32 softmax, dropout mask, bf16 probs)
-ONCE_SBV, ONCE_SBH = 4.0, 11.0  # saved once per model: logits and loss, embedding output and final norm
-BACKWARD_SBV, BACKWARD_SBH = 2.0, 2.0  # transient when the backward pass starts (logit gradients)
-BACKWARD_SCORES = {"none": 9.0, "selective": 16.3}  # one unfused attention backward (and its recompute)
-BACKWARD_FREED_SBV = 8.1  # what the loss's backward has freed by the time the first attention runs
-STEP_BYTES_PER_PARAM = {"torch": 4.0, "fused": 0.16}  # foreach AdamW's sqrt temporary; fused updates in place
+STATIC_OTHER_BYTES = 72e6  # RoPE cache and masks
+SCORE_BUFFER_BYTES = 2.06  # Megatron's persistent bf16 score buffer, per a*s^2*b (unfused)
+LAYER_SBH, LAYER_SBKV, LAYER_SBF = 16.94, 5.32, 8.0  # saved per layer, per s*b*h, s*b*kv, s*b*ffn
+LAYER_SCORES = 5.0  # saved per layer, per a*s^2*b, unfused attention (bf16 softmax 2, dropout mask 1, bf16 probs 2)
+ONCE_SBV, ONCE_SBH = 4.0, 5.0  # saved once per model: fp32 logits for the loss, embedding output and final norm
+FULL_SBH = 2.0  # saved per layer under full recompute: the layer's bf16 input
+BACKWARD_SBV, BACKWARD_SBH = 2.0, 0.0  # transient when the backward pass starts (logit gradients)
+# A later peak in the backward pass, once the loss's backward has freed BACKWARD_FREED_SBV per s*b*V: the
+# last layer's attention backward (unfused), after its recompute; under full recompute on top of the
+# whole recomputed layer. Without recompute it never was the peak in the measured rows.
+BACKWARD_SCORES = {"none": 0.0, "selective": 8.39, "full": 3.24}
+BACKWARD_FREED_SBV = 7.91
+# foreach AdamW's sqrt temporary (measured on pretrain_gpt.py); fused updates in place (measured on the
+# harness with torch's fused AdamW standing in for TE/Apex FusedAdam, docs/calibration/h200-fit-set.json)
+STEP_BYTES_PER_PARAM = {"torch": 3.94, "fused": 0.15}
 
 
 @dataclass
@@ -123,6 +134,7 @@ class Memory:
     step_peak_gib: float  # static bytes plus the optimizer step's transient
     allocated_gib: float  # what torch.cuda.max_memory_allocated() should read
     fixed_gib: float
+    reserve_gib: float  # the caching allocator's blocks reserved beyond the peak (fragmentation)
     total_gib: float
     budget_gib: float
 
@@ -172,7 +184,7 @@ def _stage_memory(manifest: dict, p: Plan, vocab: int, params: int, stage_params
     in_flight = min(pp, model["grad_accum_steps"]) if first and pp > 1 else 1
     layers_here = model["num_layers"] / pp
     if recompute == "full":  # only each layer's input is kept; one layer is redone in the backward pass
-        activations = 2 * sbh / tp * layers_here * in_flight
+        activations = FULL_SBH * sbh / tp * layers_here * in_flight
         redone = layer_linear + layer_scores
     elif recompute == "selective":  # core attention recomputed: its scores are not kept
         activations = layer_linear * layers_here * in_flight
@@ -181,18 +193,20 @@ def _stage_memory(manifest: dict, p: Plan, vocab: int, params: int, stage_params
         activations = (layer_linear + layer_scores) * layers_here * in_flight
         redone = 0.0
     once = (ONCE_SBV * sbv + ONCE_SBH * sbh) / tp
-    attention_backward = 0.0
-    if unfused:
-        factor = BACKWARD_SCORES["selective" if recompute == "selective" else "none"]
-        attention_backward = max(0.0, (factor * scores - BACKWARD_FREED_SBV * sbv) / tp)
-    backward = (BACKWARD_SBV * sbv + BACKWARD_SBH * sbh) / tp + redone + attention_backward
+    # The backward peak is the larger of two moments: its start (the logits' gradient) and the last
+    # layer's backward (its recompute and attention backward), by when the loss has freed part of the logits.
+    attention = BACKWARD_SCORES[recompute] * scores / tp if unfused else 0.0
+    later = max(0.0, redone + attention - BACKWARD_FREED_SBV * sbv / tp)
+    backward = (BACKWARD_SBV * sbv + BACKWARD_SBH * sbh) / tp + later
     backward_peak = static + activations + once + backward
     step_peak = static + STEP_BYTES_PER_PARAM[model.get("optimizer", "fused")] * shard / dp
     allocated = max(backward_peak, step_peak) / GIB
-    total = allocated + FIXED_ALLOWANCE_GIB
+    reserve = RESERVE_SBV * sbv / tp / GIB
+    total = allocated + FIXED_ALLOWANCE_GIB + reserve
     budget = manifest["topology"]["gpu"]["memory_gib"] * HEADROOM_FRACTION
     return Memory(params, weights / GIB, grads / GIB, optimizer / GIB, other / GIB, activations / GIB,
-                  once / GIB, backward / GIB, step_peak / GIB, allocated, FIXED_ALLOWANCE_GIB, total, budget)
+                  once / GIB, backward / GIB, step_peak / GIB, allocated, FIXED_ALLOWANCE_GIB, reserve,
+                  total, budget)
 
 
 def as_dict(p: Plan, mem: Memory | None) -> dict:
