@@ -107,5 +107,7 @@ def test_every_report_carries_its_rule_id_and_severity():
 
     rule = BY_ID["sbatch-abbreviated-option"]
     assert rule.finding(("x.sbatch", 3, 9, "m")) == Finding("x.sbatch", 3, 9, "warning", rule.id, "m")
-    stamped = rule.finding(Finding("x.sbatch", 3, 9, "error", "other", "m", unusable=True))
+    stamped = rule.finding(Finding("x.sbatch", 3, 9, "error", rule.id, "m", unusable=True))
     assert (stamped.severity, stamped.rule, stamped.unusable) == ("warning", rule.id, True)
+    other = rule.finding(Finding("x.sbatch", 3, 9, "warning", "input-symlink-escape", "m", unusable=True))
+    assert (other.severity, other.rule) == (BY_ID["input-symlink-escape"].severity, "input-symlink-escape")

@@ -3,7 +3,8 @@
 The contract (CONTRIBUTING.md says how to add a rule): a module validator/rules/<name>.py is a
 RuleModule. Its `check(target)` yields Reports, (path as displayed, line, column, message); the
 registry makes each a Finding with the module's ID and SEVERITY, which are stated nowhere else. Rules
-that surface what the file readers found (loader_check) yield those Findings, and get the same stamp.
+that surface what the file readers found (loader_check, followed files) yield those Findings; each
+gets the severity of the rule whose id it carries.
 """
 from __future__ import annotations
 
@@ -96,9 +97,12 @@ class Rule:
         return self.module.check(target)
 
     def finding(self, report: Union[Report, Finding]) -> Finding:
-        """A report as a Finding of this rule: its id and severity, whoever produced the report."""
+        """A report as a Finding of this rule, with its severity. A Finding a reader made under this
+        rule's id gets the same severity; one under another id (a rule that surfaces what reading a
+        followed file found) keeps that id and the severity the registry gives it."""
         if isinstance(report, Finding):
-            return dataclasses.replace(report, rule=self.id, severity=self.severity)
+            owner = BY_ID.get(report.rule, self)
+            return dataclasses.replace(report, severity=owner.severity)
         display, line, col, message = report
         return Finding(display, line, col, self.severity, self.id, message)
 
