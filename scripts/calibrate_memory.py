@@ -1,9 +1,12 @@
 """Measure the per-GPU memory of real Megatron-Core GPT training steps, phase by phase.
 
 Runs on any CUDA machine with megatron-core installed (pip install megatron-core; it needs torch,
-numpy, packaging). One process, one GPU (TP=PP=DP=1), bf16 weights, Megatron's
+numpy, packaging). One process, one GPU (TP=PP=DP=1), bf16 weights (every parameter, norms included,
+as pretrain_gpt.py's Float16Module casts them), softmax in bf16 (pretrain_gpt.py's default), Megatron's
 DistributedDataParallel with fp32 gradient buffers and its distributed optimizer, the local layer
-spec (no Transformer Engine). Each configuration picks:
+spec (no Transformer Engine). The estimate is calibrated on pretrain_gpt.py itself
+(bench/pretrain_gpt/, docs/memory-calibration.md); the rows this script recorded before it cast the
+norms to bf16 are kept there as a record. Each configuration picks:
 
 - attention: `unfused` (Megatron's DotProductAttention, which stores the s x s scores) or `flash`
   (torch's scaled_dot_product_attention forced onto its flash kernel, a stand-in for Transformer
