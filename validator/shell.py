@@ -15,6 +15,9 @@ from functools import lru_cache
 
 _CONDITIONAL = {"if_statement", "case_statement", "elif_clause", "else_clause", "while_statement",
                 "for_statement", "c_style_for_statement"}
+# Syntax-tree levels the rules look into (a script's own nesting is a few dozen: `$(` costs about
+# four); deeper input is an input-too-complex finding instead of quadratic work.
+MAX_DEPTH = 400
 _DEFAULT = re.compile(r"^\$\{(\w+):?[-=]([^}]*)\}$")
 # Commands that run another command: `time srun ...` is an srun for every rule.
 WRAPPERS = {"time", "timeout", "exec", "nohup", "command", "env", "numactl", "stdbuf", "nice", "taskset"}
@@ -100,6 +103,7 @@ class ShellScript:
     assignments: list[Assignment] = field(default_factory=list)
     expansions: list[Expansion] = field(default_factory=list)
     has_errors: bool = False
+    too_deep: bool = False  # nested beyond MAX_DEPTH syntax-tree levels: the rules did not look deeper
     root: object = field(repr=False, default=None)  # the tree-sitter root, for rules that need more
     columns: object = field(repr=False, default=None)  # byte to character columns of this text
 
@@ -207,9 +211,12 @@ def parse_shell(text: str) -> ShellScript:
 def _walk(root, out: ShellScript):
     """Every node in document order, with an explicit stack: a deeply nested script (thousands of
     `$(` or `(`) cannot overflow Python's recursion limit."""
-    stack = [(root, False, False)]
+    stack = [(root, False, False, 0)]
     while stack:
-        node, conditional, in_pipeline = stack.pop()
+        node, conditional, in_pipeline, depth = stack.pop()
+        if depth > MAX_DEPTH:  # each deeper level would cost the text of all below it: quadratic
+            out.too_deep = True
+            continue
         later = []  # children to visit, in document order
         kind = node.type
         if kind in _CONDITIONAL:
@@ -251,33 +258,41 @@ def _walk(root, out: ShellScript):
                     line, col = _pos(node)
                     out.expansions.append(Expansion(name, line, col, node))
             later = node.children
-        stack.extend((child, conditional, in_pipeline) for child in reversed(later))
+        stack.extend((child, conditional, in_pipeline, depth + 1) for child in reversed(later))
 
 
 def unwrap(command: Command) -> Command | None:
-    """The command a wrapper runs (`time srun ...`, `timeout 5m srun ...`, `env A=1 srun ...`)."""
-    found = None
-    while command.name in WRAPPERS:  # a loop, not recursion: `time time time ... srun` is any depth
-        skip_duration = command.name == "timeout"
-        inner = None
-        for i, arg in enumerate(command.args):
-            text = arg.value
+    """The command a wrapper runs (`time srun ...`, `timeout 5m srun ...`, `env A=1 srun ...`).
+    One pass over the words with an index, no copies: `time time ... srun` costs its length."""
+    if command.name not in WRAPPERS:
+        return None
+    args, wrapper, start, found = command.args, command.name, 0, None
+    while True:
+        skip_duration, word = wrapper == "timeout", None
+        for i in range(start, len(args)):
+            text = args[i].value
             if text is None:
-                return found
+                break
             if text.startswith("-") or "=" in text:
                 continue
             if skip_duration:
                 skip_duration = False
                 continue
-            if command.name == "taskset" and re.fullmatch(r"0x[0-9a-fA-F]+|[0-9,-]+", text):
+            if wrapper == "taskset" and re.fullmatch(r"0x[0-9a-fA-F]+|[0-9,-]+", text):
                 continue
-            inner = Command(text, command.args[i + 1:], arg.line, arg.col, command.in_pipeline,
-                            command.conditional, command.node)
+            word = i
             break
-        if inner is None:
-            return found
-        found = command = inner
-    return found
+        if word is None:
+            break
+        found = word
+        if args[word].value not in WRAPPERS:  # the wrapped command; a wrapper of a wrapper reads on
+            break
+        wrapper, start = args[word].value, word + 1
+    if found is None:
+        return None
+    arg = args[found]
+    return Command(arg.value, args[found + 1:], arg.line, arg.col, command.in_pipeline, command.conditional,
+                   command.node)
 
 
 def _expanded_name(node) -> str | None:

@@ -285,6 +285,7 @@ def sourced_shells(target):
     from pathlib import Path
 
     from validator.shell import parse_shell
+    from validator.source import read_source
 
     script = target.script
     if script is None:
@@ -310,8 +311,7 @@ def sourced_shells(target):
                 if path in seen or not path.is_file() or root not in (path, *path.parents):
                     continue
                 seen.add(path)
-                try:
-                    found.append(parse_shell(path.read_text(encoding="utf-8")))
-                except (OSError, UnicodeDecodeError):
-                    continue
+                src = read_source(path, root)  # the one reader: size bound, inside the repository
+                if src.usable:
+                    found.append(parse_shell(src.text))
     return found
