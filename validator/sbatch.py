@@ -93,6 +93,7 @@ class SbatchScript:
     lookalikes: list[LookAlike] = field(default_factory=list)
     first_command_line: int | None = None
     crlf_lines: list[int] = field(default_factory=list)
+    template_lines: list[int] = field(default_factory=list)  # directives with {{ }} / {% %} placeholders
 
     def get(self, name: str) -> list[Option]:
         return [o for o in self.options if o.name == name]
@@ -150,6 +151,7 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
     return tokens, cut, False
 
 
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
@@ -185,6 +187,12 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             stopped = True
             script.first_command_line = number
     script.options = resolve_options(script.directives, spank, release, site_options)
+    # A template ({{ nodes }}): its directives are not sbatch's yet; sbatch-bad-value says so once.
+    script.template_lines = [d.line for d in script.directives if _TEMPLATE.search(d.text)]
+    if script.template_lines:
+        for option in script.options:
+            if option.line in script.template_lines:
+                option.problem = None
     return script
 
 

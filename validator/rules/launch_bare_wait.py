@@ -24,14 +24,28 @@ def _backgrounded(command) -> bool:
     return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
 
 
+def _functions_running_srun(shell) -> set:
+    """Names of the script's functions whose body starts an srun step."""
+    names, stack = set(), [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            name = node.child_by_field_name("name")
+            if name is not None and b"srun" in node.text:
+                names.add(name.text.decode("utf-8", "replace"))
+        stack.extend(node.children)
+    return names
+
+
 def check(target):
     shell = target.script.shell
-    background = [c for c in shell.named("srun") if _backgrounded(c)]
+    steps = {"srun"} | _functions_running_srun(shell)
+    background = [c for c in shell.commands if c.name in steps and _backgrounded(c)]
     if not background:
         return
     first = min(c.node.start_byte for c in background)
     for command in shell.named("wait"):
         if not command.args and command.node.start_byte > first:
             yield (target.script.display, command.line, command.col,
-                   f"bare 'wait' after {len(background)} background srun step(s): it returns 0 whatever they did "
+                   "bare 'wait' after background srun steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

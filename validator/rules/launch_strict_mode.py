@@ -33,6 +33,13 @@ def _top_level(command) -> bool:
     return False
 
 
+def _backgrounded(node) -> bool:
+    statement = _statement(node)
+    siblings = statement.parent.children if statement.parent is not None else []
+    index = siblings.index(statement) if statement in siblings else -1
+    return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
+
+
 def _statement(node):
     while node.parent is not None and node.parent.type != "program":
         node = node.parent
@@ -55,12 +62,14 @@ def _risks(script):
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
                                 "last command's (tee), a failed srun passes unnoticed"
-    if errexit or not sruns:
+    foreground = [c for c in sruns if not _backgrounded(c.node)]  # wait collects the others
+    if errexit or not foreground:
         return
-    main = max(sruns, key=lambda c: c.node.start_byte)
+    main = max(foreground, key=lambda c: c.node.start_byte)
     statement = _statement(main.node)
     after = [n for n in statement.parent.children
-             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n")] if statement.parent else []
+             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")] \
+        if statement.parent else []
     after = [n for n in after if not n.text.decode("utf-8", "replace").lstrip().startswith(("exit", "wait"))]
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1

@@ -37,8 +37,15 @@ _UNLIMITED = {"time": {"unlimited", "infinite"}, "time-min": {"unlimited", "infi
 
 def check(target):
     script = target.script
-    templated = False
-    for option in script.parsed.options:
+    parsed = script.parsed
+    templated = bool(parsed.template_lines)
+    if templated:
+        line = parsed.template_lines[0]
+        yield (script.display, line, 1, "#SBATCH line with a template placeholder ({{ }}): this file is a template; "
+               "render it before sbatch")
+    for option in parsed.options:
+        if option.line in parsed.template_lines:
+            continue
         value = option.value
         if option.name is None or option.problem or value is None:
             continue
