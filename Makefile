@@ -25,6 +25,7 @@ test: $(STAMP)
 
 bench: $(STAMP) .venv/.compiled
 	$(PY) bench/bench_validator.py
+	$(PY) bench/bench_bounds.py
 
 # A local 2-node Slurm cluster (needs root), the ethernet-only preset in functional mode, the verdict.
 demo: $(STAMP)
