@@ -185,7 +185,9 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         by_path = {t.script.display: t.script for t in targets if t.script is not None}
         for collect in pending:
             findings.extend(f for f in collect()
-                            if (f.path not in default_paths or keep_in_default_profile(f) or not silenceable(f))
+                            if (f.path not in default_paths or (keep_in_default_profile(f)
+                                                                and not _template(by_path.get(f.path)))
+                                or not silenceable(f))
                             and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path))))
     finally:
         for run in pending:
@@ -213,6 +215,12 @@ UNSILENCEABLE = ("yaml-syntax", "yaml-duplicate-key", "yaml-alias", "yaml-tag", 
 
 def silenceable(finding: Finding) -> bool:
     return not (finding.unusable or finding.rule.startswith("input-") or finding.rule in UNSILENCEABLE)
+
+
+def _template(script) -> bool:
+    """A file with {{ }} placeholders in its directives: sbatch-bad-value says once that it is a
+    template; shellcheck's findings would be about the unrendered text."""
+    return script is not None and bool(script.parsed.template_lines)
 
 
 def _deferred_to_step(finding: Finding, script) -> bool:
