@@ -66,6 +66,12 @@ def judge_training(log: dict, min_tflops: float | None) -> list[tuple[str, str, 
 
 
 _NETWORK = re.compile(r"NCCL INFO (?:Using network (\w+)|.*via NET/(\w+))")
+# NCCL's own IB transport is "IB" (src/transport/net_ib/common.cc); the RDMA/SHARP plugin
+# (Mellanox/nccl-rdma-sharp-plugins src/ib_plugin.c) names the same transport IBext_v6..IBext_v11,
+# older builds "IBext".
+IB_FAMILY = re.compile(r"IB(?:ext(?:_v\d+)?)?")
+# A network channel line; "/GDRDMA" at its end when the NIC reads and writes GPU memory directly.
+_NET_CHANNEL = re.compile(r"NCCL INFO Channel .*via NET/\w+/\d+(?:\(\d+\))?(/GDRDMA)?")
 
 
 def nccl_networks(log_text: str) -> set[str]:
@@ -99,11 +105,17 @@ def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[t
     fabric = ((manifest.get("topology") or {}).get("network") or {}).get("fabric")
     if fabric in RDMA_FABRICS and probe["nodes"] > 1:  # RoCE runs NCCL's IB transport too
         nets = nccl_networks(log_text)
-        if "IB" not in nets:
+        ib = sorted(n for n in nets if IB_FAMILY.fullmatch(n))
+        if not ib:
             rows.append(("transport", "FAIL", f"NCCL used {', '.join(sorted(nets)) or 'no network it reported'} "
                          f"on an {RDMA_FABRICS[fabric]} topology: a silent fallback"))
         else:
-            rows.append(("transport", "PASS", "NCCL over IB"))
+            rows.append(("transport", "PASS", f"NCCL over {', '.join(ib)}"))
+            channels = [m.group(1) for m in _NET_CHANNEL.finditer(log_text)]
+            staged = sum(1 for gdr in channels if not gdr)
+            if staged:
+                rows.append(("gpudirect", "WARN", f"{staged} of {len(channels)} network channel(s) without GDRDMA: "
+                             "data is staged through host memory (nvidia-peermem loaded? NCCL_NET_GDR_LEVEL?)"))
     return rows
 
 

@@ -104,6 +104,20 @@ def test_roce_is_judged_like_infiniband(tmp_path, preset, fabric):
     assert (code, transport["state"]) == (1, "FAIL") and f"on an {fabric} topology" in transport["detail"]
 
 
+@pytest.mark.parametrize("log", ["nccl-sharp-ibext.log", "nccl-ib.log"])
+def test_ib_family_passes_and_gdrdma_is_quiet(tmp_path, log):
+    """The SHARP plugin names the IB transport IBext_vN (hand-written log in NCCL's line format)."""
+    code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", log))
+    states = {c["check"]: c["state"] for c in result["checks"]}
+    assert (code, states["transport"], "gpudirect" in states) == (0, "PASS", False), result
+
+
+def test_ib_without_gdrdma_warns(tmp_path):
+    code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", "nccl-ib-no-gdr.log"))
+    gdr = next(c for c in result["checks"] if c["check"] == "gpudirect")
+    assert gdr["state"] == "WARN" and "2 of 2" in gdr["detail"], result
+
+
 def test_slow_fabric_and_straggler_fail_with_numbers(tmp_path):
     code, result = judge(probe_run(tmp_path, "probe-2node-slow.json", "nccl-ib.log"))
     failed = {c["check"]: c["detail"] for c in result["checks"] if c["state"] == "FAIL"}
