@@ -14,15 +14,19 @@ CASES = [  # heads, groups, micro, accum, tensor, gpus per node, sequence, layer
     (32, 8, 1, 2, "auto", 8, 4096, 24, 1), (16, 8, 2, 2, "auto", 1, 4096, 24, 1), (16, 4, 1, 2, "auto", 8, 2048, 12, 1),
     (16, 4, 1, 2, "auto", 4, 2048, 12, 1), (12, 4, 2, 1, "auto", 8, 2048, 24, 1), (32, 8, 1, 1, 16, 8, 4096, 32, 1),
     (6, 6, 1, 1, 4, 8, 2048, 24, 1), (40, 8, 1, 4, "auto", 8, 4096, 40, 1), (24, 3, 1, 1, "auto", 2, 2048, 24, 1),
-    (32, 8, 1, 4, "auto", 8, 4100, 24, 1),  # sequence not divisible by TP 8 (sequence parallelism)
+    (32, 8, 1, 4, 8, 8, 4100, 24, 1),  # sequence not divisible by TP 8 (sequence parallelism)
+    (16, 4, 1, 2, 8, 8, 2048, 12, 1), (16, 2, 1, 2, 4, 4, 2048, 12, 1),  # TP a multiple of the groups
     (32, 8, 1, 4, "auto", 8, 4096, 24, 2), (32, 8, 1, 4, "auto", 8, 4096, 30, 4),  # pipeline stages
 ]
 
 
-def bash_plans(heads, groups, micro, accum, tensor, gpus, seq, layers, pipeline, nodes_max=64):
+RELEASES = ["core_v0.13.0", "core_v0.16.0", "0.12.0rc0", "core_r0.9.0", "v1.0"]
+
+
+def bash_plans(heads, groups, micro, accum, tensor, gpus, seq, layers, pipeline, release, nodes_max=64):
     script = f"""source {ROOT}/scripts/plan.sh
 for n in $(seq 1 {nodes_max}); do
-  smoke_plan {gpus} $n {heads} {groups} {micro} {accum} {tensor} {pipeline} {seq} {layers}
+  smoke_plan {gpus} $n {heads} {groups} {micro} {accum} {tensor} {pipeline} {seq} {layers} {release}
   echo "$n|$PLAN_TP|$PLAN_DP|$PLAN_GLOBAL_BATCH|$PLAN_ERROR"
   PLAN_DP= PLAN_GLOBAL_BATCH=
 done"""
@@ -30,21 +34,43 @@ done"""
     return [line.split("|") for line in out.strip().splitlines()]
 
 
+@pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
-def test_planner_agrees_with_plan_sh(case):
+def test_planner_agrees_with_plan_sh(case, release):
     heads, groups, micro, accum, tensor, gpus, seq, layers, pipeline = case
     errors = set()
-    for n, tp, dp, gbs, error in bash_plans(*case):
-        p = plan(gpus, int(n), heads, groups, micro, accum, tensor, pipeline, seq, layers)
+    for n, tp, dp, gbs, error in bash_plans(*case, release, nodes_max=64 if release == "core_v0.13.0" else 9):
+        p = plan(gpus, int(n), heads, groups, micro, accum, tensor, pipeline, seq, layers, release)
         assert p.error == error
         assert str(p.tp) == tp
         errors.add(error)
         if not error:
             assert (str(p.dp), str(p.global_batch)) == (dp, gbs)
+    if release == "v1.0":
+        assert errors == {"no plan rules for Megatron release 'v1.0' (expected core_v0.N.M)"}
+        return
     if seq == 4100:
         assert errors == {"sequence length 4100 is not divisible by tensor parallel 8 (sequence parallelism)"}
     if layers == 30:
         assert "30 layers do not split evenly into 4 pipeline stages" in errors
+
+
+def test_plan_rules_are_what_megatron_itself_accepts():
+    """Megatron's own TransformerConfig validation, run on CPU from each tag (recorded: the tags are not
+    fetched in CI): the planner accepts exactly the heads / groups / TP combinations Megatron accepts."""
+    recorded = json.loads((ROOT / "tests/fixtures/runtime/megatron-gqa-check-recorded.json").read_text())
+    assert {r["release"] for r in recorded["releases"]} == {"core_v0.13.0", "core_v0.16.0"}
+    for release in recorded["releases"]:
+        for row in release["rows"]:
+            p = plan(16, 1, row["heads"], row["groups"], 1, 1, row["tp"], 1, 4096, 2, release["release"])
+            assert (not p.error) == row["accepted"], (release["release"], row, p.error)
+
+
+def test_auto_is_data_parallel_first_and_presets_name_the_smallest_tp_that_fits():
+    assert plan(8, 1, 16, 4, 1, 2, "auto", 1, 2048, 12, "core_v0.13.0").tp == 1
+    for preset in sorted((ROOT / "presets").iterdir()):
+        manifest = yaml.safe_load((preset / "preset.yaml").read_text())
+        assert manifest["parallelism"]["tensor"] == planner.smallest_fitting_tp(manifest, manifest["nodes"]["min"]), preset.name
 
 
 def test_vocabulary_is_padded_as_pretrain_gpt_does():
@@ -75,10 +101,10 @@ def test_every_preset_plans_on_every_node_count_and_fits():
 
 
 def test_sixteen_way_tp_with_32_heads_8_groups_fails(tmp_path):
-    preset = edited_preset(tmp_path, "h100-ib-8port", {"preset.yaml": [("  tensor: auto\n", "  tensor: 16\n")]})
+    preset = edited_preset(tmp_path, "h100-ib-8port", {"preset.yaml": [("  tensor: 1\n", "  tensor: 16\n")]})
     proc = run_validator("--select", "plan-invalid", str(preset))
     assert proc.returncode == 1
-    assert "tensor parallel 16 is larger than the 8 GPUs of a node" in proc.stdout
+    assert "8 query groups are not a multiple of tensor parallel 16 (Megatron core_v0.13.0" in proc.stdout
 
 
 def test_model_too_large_for_96_gb_fails(tmp_path):
@@ -96,7 +122,7 @@ def test_plan_command_takes_lists_and_ranges_of_node_counts():
     table = run_validator("plan", "presets/h100-ib-8port", "--nodes", "1-4")
     assert table.returncode == 0
     rows = [line.split() for line in table.stdout.splitlines()[2:]]
-    assert [r[0] for r in rows] == ["1", "2", "3", "4"] and all(r[2] == "8" and r[7] == "fits" for r in rows)
+    assert [r[0] for r in rows] == ["1", "2", "3", "4"] and all(r[2] == "1" and r[7] == "fits" for r in rows)
     for bad in ("0", "3-1", "two", "1-"):
         proc = run_validator("plan", "presets/gh200", "--nodes", bad)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, bad
@@ -106,7 +132,7 @@ def test_plan_command_prints_table_and_json():
     text = run_validator("plan", "presets/gh200", "--nodes", "2")
     assert text.returncode == 0 and "TP 1  PP 1  DP 2  global batch 8" in text.stdout
     js = run_validator("plan", "presets/h100-ib-8port", "--nodes", "3", "--format", "json")
-    assert '"tp": 8' in js.stdout and '"dp": 3' in js.stdout
+    assert '"tp": 1' in js.stdout and '"dp": 24' in js.stdout
 
 
 CALIBRATION = ROOT / "docs" / "calibration"

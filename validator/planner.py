@@ -13,6 +13,7 @@ and DP scaling, sequence parallelism, and Transformer Engine's own kernels: flas
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 GIB = 2**30
@@ -58,21 +59,45 @@ class Plan:
     error: str = ""
 
 
+_RELEASE = re.compile(r"(core_[rv])?0\.(\d+)(\.|rc|$)")
+
+
+def groups_ok(minor: int, tp: int, groups: int) -> bool:
+    """The GQA check of Megatron's TransformerConfig (megatron/core/transformer/transformer_config.py):
+    up to core_v0.15 the query groups must be a multiple of TP; from core_v0.16.0 TP may also be a
+    multiple of the groups. tests/data/megatron-gqa-check.json holds what Megatron itself answered."""
+    return groups % tp == 0 or (minor >= 16 and tp % groups == 0)
+
+
 def plan(gpus: int, nodes: int, heads: int, groups: int, micro_batch: int, grad_accum: int,
-         tensor: str | int, pipeline: int, seq_length: int = 0, num_layers: int = 0) -> Plan:
+         tensor: str | int, pipeline: int, seq_length: int = 0, num_layers: int = 0,
+         release: str = "core_v0.13.0") -> Plan:
+    """The default release only serves the calibration rows (TP 1, which every release accepts);
+    plan_for passes the preset's software.megatron."""
     p = Plan(nodes=nodes, gpus_per_node=gpus, world=gpus * nodes, pp=pipeline)
+    match = _RELEASE.match(release)
+    if not match:
+        p.error = f"no plan rules for Megatron release '{release}' (expected core_v0.N.M)"
+        return p
+    minor = int(match.group(2))
     if tensor == "auto":
+        # Smallest valid TP: data parallel first (NVIDIA's sizing guidance), TP only where the
+        # model needs it; a preset that needs TP for memory names it (smallest_fitting_tp).
         p.tp = 1
-        for t in range(gpus, 0, -1):
-            if heads % t == 0 and (groups % t == 0 or t % groups == 0):
+        for t in range(1, gpus + 1):
+            if heads % t == 0 and groups_ok(minor, t, groups):
                 p.tp = t
                 break
     else:
         p.tp = int(tensor)
     if heads % p.tp:
         p.error = f"tensor parallel {p.tp} does not divide {heads} attention heads"
-    elif groups % p.tp and p.tp % groups:
-        p.error = f"tensor parallel {p.tp} is neither a multiple nor a divisor of {groups} query groups"
+    elif not groups_ok(minor, p.tp, groups):
+        if minor >= 16:
+            p.error = f"tensor parallel {p.tp} is neither a multiple nor a divisor of {groups} query groups"
+        else:
+            p.error = (f"{groups} query groups are not a multiple of tensor parallel {p.tp} (Megatron {release}; "
+                       "TP as a multiple of the groups needs core_v0.16.0)")
     elif p.tp > gpus:
         p.error = f"tensor parallel {p.tp} is larger than the {gpus} GPUs of a node"
     elif p.world % (p.tp * p.pp):
@@ -92,7 +117,17 @@ def plan_for(manifest: dict, nodes: int, gpus: int | None = None) -> Plan:
     m, par = manifest["model"], manifest["parallelism"]
     return plan(gpus or manifest["topology"]["gpu"]["per_node"], nodes, m["num_attention_heads"],
                 m["num_query_groups"], m["micro_batch_size"], m["grad_accum_steps"],
-                par["tensor"], par["pipeline"], m["seq_length"], m["num_layers"])
+                par["tensor"], par["pipeline"], m["seq_length"], m["num_layers"], manifest["software"]["megatron"])
+
+
+def smallest_fitting_tp(manifest: dict, nodes: int) -> int | None:
+    """The smallest valid TP within a node whose memory estimate fits at this node count (None if none
+    does): the TP a preset should name (NVIDIA's sizing guidance: TP only as far as memory needs it)."""
+    for tp in range(1, manifest["topology"]["gpu"]["per_node"] + 1):
+        p = plan_for({**manifest, "parallelism": {**manifest["parallelism"], "tensor": tp}}, nodes)
+        if not p.error and estimate_memory(manifest, p).fits:
+            return tp
+    return None
 
 
 def padded_vocab(vocab: int, tp: int) -> int:
