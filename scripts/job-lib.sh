@@ -11,11 +11,51 @@ smoke_require_job() {
     fi
 }
 
-# smoke_init PRESET MIN_NODES MAX_NODES
+# Variable families that steer the job. The job takes them from the preset, from the --export
+# list given to sbatch or from KEY=VALUE arguments, never from the user's login profile.
+SMOKE_SETTING_NAMES='^(SMOKE|MEGATRON|NCCL|UCX|SHARP|TORCH|PET|PYXIS|WANDB)_[A-Z0-9_]*$'
+
+# smoke_settings KEY=VALUE...: settings given as arguments after the script
+# (sbatch --nodes 2 presets/NAME/train.sbatch MEGATRON_TRAIN_ITERS=50). Then, when Slurm rebuilt
+# the login environment on the node (--export=NONE or a variable list imply --get-user-env on every
+# release, sbatch.1; SLURM_GET_USER_ENV=1 says so), drop every setting the submitter did not name:
+# a profile's NCCL_* must not steer the job. SMOKE_EXPORT holds sbatch's --export value.
+smoke_settings() {
+    local arg name named=,
+    for arg in "$@"; do
+        name=${arg%%=*}
+        if [[ $arg != *=* || ! $name =~ $SMOKE_SETTING_NAMES ]]; then
+            echo "smoke: argument '$arg' is not a KEY=VALUE setting (SMOKE_*, MEGATRON_*, NCCL_*, UCX_*, ...)" >&2
+            exit 2
+        fi
+        export "${arg?}"
+        named+=$name,
+    done
+    if [[ ${SLURM_GET_USER_ENV:-} != 1 ]]; then
+        return 0
+    fi
+    local entry dropped=()
+    for entry in ${SMOKE_EXPORT:+${SMOKE_EXPORT//,/ }}; do
+        named+=${entry%%=*},
+    done
+    for name in $(compgen -e); do
+        if [[ $name =~ $SMOKE_SETTING_NAMES && $named != *,$name,* && $name != SMOKE_EXPORT && $name != SMOKE_ROOT ]]; then
+            dropped+=("$name")
+            unset "$name"
+        fi
+    done
+    if (( ${#dropped[@]} )); then
+        echo "smoke: ignored from the login environment Slurm rebuilt on the node: ${dropped[*]} (pass settings as KEY=VALUE after the script)"
+    fi
+}
+
+# smoke_init PRESET MIN_NODES MAX_NODES [KEY=VALUE...]
 smoke_init() {
     smoke_require_job
     SMOKE_PRESET=$1
     local min_nodes=$2 max_nodes=$3
+    shift 3
+    smoke_settings "$@"
     # The job runs a spool copy of the script, so the repository is found from the submit folder.
     SMOKE_ROOT=${SMOKE_ROOT:-$SLURM_SUBMIT_DIR}
     if [[ ! -f $SMOKE_ROOT/scripts/job-lib.sh ]]; then
@@ -59,6 +99,17 @@ smoke_init() {
     export PATH=${PATH:-/usr/local/bin:/usr/bin:/bin}
     SMOKE_CONTAINER_ARGS=()
     declare -p SMOKE_SRUN_ARGS &>/dev/null || SMOKE_SRUN_ARGS=()
+    # CPUs for each step's one task: what --exclusive gave on the smallest node of the job
+    # (SLURM_JOB_CPUS_PER_NODE reads like "96(x2),64"), not a count hard-coded for one node type.
+    local counts=${SLURM_JOB_CPUS_PER_NODE:-${SLURM_CPUS_ON_NODE:-1}} count
+    SMOKE_CPUS_PER_NODE=
+    for count in ${counts//,/ }; do
+        count=${count%%(*}
+        if [[ -z $SMOKE_CPUS_PER_NODE ]] || (( count < SMOKE_CPUS_PER_NODE )); then
+            SMOKE_CPUS_PER_NODE=$count
+        fi
+    done
+    export SMOKE_CPUS_PER_NODE
     # Slurm ends a job (time limit, scancel, a failed node) with SIGTERM and SIGKILL KillWait seconds
     # later: the batch shell outlives the SIGTERM so that the verdict is still written.
     trap 'SMOKE_SIGNALLED=SIGTERM' TERM
@@ -73,7 +124,7 @@ smoke_srun_args() {
 # smoke_container IMAGE ARCH: import the image once per job into an arch-named squashfs on shared
 # storage, then let every step start from that file.
 smoke_container() {
-    local image=$1 arch=$2
+    local image=${SMOKE_IMAGE:-$1} arch=$2  # SMOKE_IMAGE: a site's own build of the same Megatron release
     if [[ $SMOKE_MODE == functional ]]; then
         echo "smoke: functional mode: no container, host Python ${SMOKE_PYTHON:-python3}"
         export SMOKE_PYTHON=${SMOKE_PYTHON:-python3}
@@ -150,7 +201,7 @@ smoke_stage() {
     set +e  # a failed stage must reach the verdict below, not end the script here
     # shellcheck disable=SC2312  # srun's status is read from PIPESTATUS right after
     srun --kill-on-bad-exit=1 --wait="${SMOKE_STEP_GRACE:-30}" --ntasks-per-node=1 \
-        --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" --label \
+        --cpus-per-task="${SLURM_CPUS_PER_TASK:-$SMOKE_CPUS_PER_NODE}" --label \
         "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}" "$@" 2>&1 \
         | tee -a "$SMOKE_OUT/$name.log"
     status=${PIPESTATUS[0]}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import shutil
 import socket
 import subprocess
@@ -64,21 +65,75 @@ def check_interface(name: str):
     return True, f"{name} -> {', '.join(hits)}"
 
 
-def check_ib(ports: int, functional: bool):
+def hca_filter(spec: str):
+    """NCCL_IB_HCA as NCCL reads it (src/transport/net_ib/init.cc, matchIfList): a comma list of
+    device[:port]; a device name is a prefix unless the list starts with '=', '^' excludes."""
+    exclude, spec = spec.startswith("^"), spec.lstrip("^")
+    exact, spec = spec.startswith("="), spec.lstrip("=")
+    entries = [(e.partition(":")[0], e.partition(":")[2]) for e in spec.split(",") if e]
+
+    def matches(dev: str, port: str) -> bool:
+        if not entries:
+            return True
+        hit = any((dev == name if exact else dev.startswith(name)) and (not want or want == port)
+                  for name, want in entries)
+        return hit != exclude
+    return matches
+
+
+def ib_ports(root: str) -> list[dict]:
+    """Every port under /sys/class/infiniband: device, port, state, link layer, rate in Gb/s."""
+    ports = []
+    for dev in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        for port in sorted(os.listdir(os.path.join(root, dev, "ports"))):
+            def read(name, default=""):
+                try:
+                    with open(os.path.join(root, dev, "ports", port, name), encoding="utf-8") as handle:
+                        return handle.read().strip()
+                except OSError:
+                    return default
+            rate = read("rate", "0").split()[0]  # "400 Gb/sec (4X NDR)"
+            ports.append({"device": dev, "port": port, "active": "ACTIVE" in read("state"),
+                          "link_layer": read("link_layer", "InfiniBand"),
+                          "gbps": float(rate) if rate.replace(".", "", 1).isdigit() else 0.0})
+    return ports
+
+
+def check_ib(ports: int, functional: bool, hca: str = "", nic_gbps: float = 0, link_layer: str = "InfiniBand",
+             root: str = "/sys/class/infiniband"):
+    """Counts the active RDMA ports of the preset's link layer (InfiniBand; Ethernet for RoCE) that
+    NCCL_IB_HCA selects, at the preset's rate or faster. NCCL's IB transport takes active ports of
+    either link layer: a port of the other one that the filter lets through fails the check, since
+    NCCL would put traffic on it (on an IB node, a RoCE front-end NIC)."""
     if ports == 0:
-        return None, "topology has no InfiniBand"
+        return None, "topology has no RDMA ports"
     if functional:
         return None, "skipped in functional mode"
-    root = "/sys/class/infiniband"
-    active = 0
-    for dev in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        for port in os.listdir(os.path.join(root, dev, "ports")):
-            try:
-                with open(os.path.join(root, dev, "ports", port, "state"), encoding="utf-8") as handle:
-                    active += "ACTIVE" in handle.read()
-            except OSError:
-                pass
-    return active >= ports, f"{active} active InfiniBand port(s), preset expects {ports}"
+    kind = "InfiniBand" if link_layer == "InfiniBand" else "RoCE"
+    selected = [p for p in ib_ports(root) if p["active"] and hca_filter(hca)(p["device"], p["port"])]
+    other = [f"{p['device']}:{p['port']} ({p['link_layer']})" for p in selected if p["link_layer"] != link_layer]
+    mine = [p for p in selected if p["link_layer"] == link_layer]
+    fast = [p for p in mine if p["gbps"] >= nic_gbps]
+    slow = [f"{p['device']}:{p['port']} {p['gbps']:g} Gb/s" for p in mine if p["gbps"] < nic_gbps]
+    detail = (f"{len(fast)} active {kind} port(s) at >= {nic_gbps:g} Gb/s match NCCL_IB_HCA={hca or '(unset)'}, "
+              f"preset expects {ports}")
+    if slow:
+        detail += f"; slower: {', '.join(slow)}"
+    if other:
+        detail += f"; port(s) of another link layer NCCL's IB transport would also use: {', '.join(other)} (narrow NCCL_IB_HCA)"
+    return len(fast) >= ports and not other, detail
+
+
+def check_memlock(rdma: bool, functional: bool):
+    """RDMA registers GPU and host buffers: the locked-memory limit must be unlimited. Slurm copies the
+    submit shell's limits unless --propagate=NONE (slurm.conf PropagateResourceLimits)."""
+    if not rdma:
+        return None, "no RDMA on this topology"
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft == resource.RLIM_INFINITY:
+        return True, "locked memory unlimited"
+    detail = f"locked memory limited to {soft // 1024} KiB: RDMA registration fails (submit with --propagate=NONE; node limits)"
+    return (None, "skipped in functional mode: " + detail) if functional else (False, detail)
 
 
 def check_writable(folder: str):
@@ -99,7 +154,10 @@ def main() -> int:
         "arch": check_arch(os.environ.get("SMOKE_ARCH", platform.machine()), functional),
         "gpus": check_gpus(os.environ.get("SMOKE_GPU_MODEL", ""), functional),
         "socket_interface": check_interface(os.environ.get("NCCL_SOCKET_IFNAME", "")),
-        "infiniband": check_ib(int(os.environ.get("SMOKE_IB_PORTS", "0")), functional),
+        "infiniband": check_ib(int(os.environ.get("SMOKE_IB_PORTS", "0")), functional,
+                               os.environ.get("NCCL_IB_HCA", ""), float(os.environ.get("SMOKE_NIC_GBPS", "0")),
+                               os.environ.get("SMOKE_LINK_LAYER", "InfiniBand")),
+        "locked_memory": check_memlock(int(os.environ.get("SMOKE_IB_PORTS", "0")) > 0, functional),
         "output_folder": check_writable(out),
     }
     failed = False

@@ -9,7 +9,7 @@ import subprocess
 from conftest import ROOT
 
 
-def smoke_init(tmp_path, job_id="4242", nodes="1", args="gh200 1 64"):
+def smoke_init(tmp_path, job_id="4242", nodes="1", args="gh200 1 64", extra_env=None, show=""):
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir(exist_ok=True)
     scontrol = fake_bin / "scontrol"
@@ -17,8 +17,8 @@ def smoke_init(tmp_path, job_id="4242", nodes="1", args="gh200 1 64"):
     scontrol.chmod(0o755)
     env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_ID": job_id, "SLURM_NNODES": nodes,
            "SLURM_SUBMIT_DIR": str(ROOT), "SLURM_JOB_NODELIST": "node1", "SMOKE_OUTPUT_ROOT": str(tmp_path / "runs"),
-           "SMOKE_MODE": "functional"}
-    return subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/job-lib.sh; smoke_init {args}; echo OUT=$SMOKE_OUT"],
+           "SMOKE_MODE": "functional", **(extra_env or {})}
+    return subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/job-lib.sh; smoke_init {args}; echo OUT=$SMOKE_OUT; {show}"],
                           cwd=ROOT, env=env, capture_output=True, text=True)
 
 
@@ -88,3 +88,28 @@ def test_wandb_key_file_checks(tmp_path):
         assert "SMOKE_WANDB=0" in proc.stdout and "belongs to uid 12345" in proc.stderr
     proc = wandb(tmp_path, tmp_path / "absent")
     assert "SMOKE_WANDB=0" in proc.stdout and proc.returncode == 0
+
+
+def test_settings_as_arguments_and_cpus_from_the_node(tmp_path):
+    proc = smoke_init(tmp_path, args="gh200 1 64 MEGATRON_TRAIN_ITERS=50 NCCL_DEBUG=WARN",
+                      extra_env={"SLURM_JOB_CPUS_PER_NODE": "96(x2),64"},
+                      show='echo "iters=$MEGATRON_TRAIN_ITERS debug=$NCCL_DEBUG cpus=$SMOKE_CPUS_PER_NODE"')
+    assert proc.returncode == 0, proc.stderr
+    assert "iters=50 debug=WARN cpus=64" in proc.stdout
+
+
+def test_an_argument_that_is_not_a_setting_stops_with_exit_2(tmp_path):
+    proc = smoke_init(tmp_path, args="gh200 1 64 LD_PRELOAD=/x.so")
+    assert proc.returncode == 2 and "'LD_PRELOAD=/x.so' is not a KEY=VALUE setting" in proc.stderr
+
+
+def test_login_profile_settings_are_dropped_when_slurm_rebuilt_the_environment(tmp_path):
+    """What Slurm does with --export=NONE or a list (SLURM_GET_USER_ENV=1): the profile's NCCL_ALGO goes,
+    what sbatch --export named (SMOKE_MODE, SMOKE_OUTPUT_ROOT) and the arguments stay."""
+    env = {"SLURM_GET_USER_ENV": "1", "NCCL_ALGO": "Tree", "PET_NNODES": "9",
+           "SMOKE_EXPORT": f"NONE,SMOKE_MODE=functional,SMOKE_OUTPUT_ROOT={tmp_path / 'runs'}"}
+    proc = smoke_init(tmp_path, args="gh200 1 64 NCCL_DEBUG=WARN", extra_env=env,
+                      show='echo "algo=${NCCL_ALGO:-unset} pet=${PET_NNODES:-unset} debug=$NCCL_DEBUG mode=$SMOKE_MODE"')
+    assert proc.returncode == 0, proc.stderr
+    assert "algo=unset pet=unset debug=WARN mode=functional" in proc.stdout
+    assert "ignored from the login environment Slurm rebuilt on the node: NCCL_ALGO PET_NNODES" in proc.stdout

@@ -43,11 +43,11 @@ def test_recorded_megatron_run_passes(tmp_path, preset):
 
 def test_slow_run_fails_with_the_number(tmp_path):
     """Recorded: the h100-ib-8port model on one H200 without Transformer Engine (TP 1, local layers)
-    is slower than the floor that preset sets for TE at TP 8 on H100s."""
+    is slower than the floor that preset sets for TE on H100s."""
     code, result = judge(run_dir(tmp_path, "megatron-h100-ib-8port-h200-recorded.log"))
     assert (code, result["verdict"]) == (1, "FAIL")
     failed = [c["detail"] for c in result["checks"] if c["state"] == "FAIL"]
-    assert failed == ["median 189.2, expected >= 250"]
+    assert failed == ["median 189.2, expected >= 300"]
 
 
 def test_nan_loss_fails(tmp_path):
@@ -121,7 +121,7 @@ def test_ib_without_gdrdma_warns(tmp_path):
 def test_slow_fabric_and_straggler_fail_with_numbers(tmp_path):
     code, result = judge(probe_run(tmp_path, "probe-2node-slow.json", "nccl-ib.log"))
     failed = {c["check"]: c["detail"] for c in result["checks"] if c["state"] == "FAIL"}
-    assert "120.0 GB/s" in failed["allreduce_busbw"] and "expected >= 350" in failed["allreduce_busbw"]
+    assert "120.0 GB/s" in failed["allreduce_busbw"] and "expected >= 300" in failed["allreduce_busbw"]
     assert failed["gemm stragglers"] == "node2 rank 15"
     assert "slowest rank 610, expected >= 700" in failed["gemm_tflops"]
 

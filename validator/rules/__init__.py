@@ -44,11 +44,13 @@ RULE_MODULES = [
     "sbatch_ambiguous_option", "sbatch_option_unavailable", "sbatch_bad_argument",
     "sbatch_directive_after_command", "sbatch_lookalike", "sbatch_value_cut",
     "sbatch_duplicate_option", "sbatch_exclusive_options", "sbatch_bad_value", "sbatch_output_folder",
+    "sbatch_exclusive_memory",
     "suppression_reason", "suppression_unknown_rule", "plan_invalid",
     "launch_gpu_count",
     "launch_node_count",
     "launch_per_task_variable",
     "launch_export_none",
+    "launch_export_form",
     "launch_script_path",
     "launch_kill_on_bad_exit",
     "launch_strict_mode",
@@ -76,6 +78,8 @@ RULE_MODULES = [
     "policy_fabric",
     "policy_8port_list",
     "policy_net_plugin",
+    "policy_ib_hca",
+    "policy_net_name",
 ]
 
 SCOPES = ("script", "manifest", "preset", "any")

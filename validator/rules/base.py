@@ -42,7 +42,7 @@ def _closest(option) -> str:
     return f"; did you mean '--{close[0]}'?" if close else ""
 
 
-TOPOLOGY_PREFIXES = ("NCCL_", "UCX_", "TORCH_", "CUDA_")
+TOPOLOGY_PREFIXES = ("NCCL_", "UCX_", "TORCH_", "CUDA_", "SHARP_")
 # A secret is what a variable holds: a whole word of its name (HF_TOKEN, WANDB_API_KEY,
 # AWS_SECRET_ACCESS_KEY), not a substring (MAX_NEW_TOKENS, TOKENIZER).
 _SECRET = re.compile(r"(^|_)(API_?KEY|ACCESS_KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)(_|$)", re.IGNORECASE)

@@ -12,7 +12,7 @@ BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "")
 def check(target):
     script = target.script
     export = script.parsed.value("export")
-    if export is None or export.split(",")[0].upper() != "NONE":
+    if export is None or export.split(",")[0].upper() not in ("NONE", "NIL"):
         return
     shell = script.shell
     if any(a.name == "SLURM_EXPORT_ENV" and (a.value or "").upper().startswith("ALL") for a in shell.assignments):

@@ -1,10 +1,10 @@
-"""Every NCCL_/UCX_/TORCH_/CUDA_ variable the script sets is declared in the manifest with the same value (conditional ones with 'when'), and the reverse."""
+"""Every NCCL_/UCX_/TORCH_/CUDA_/SHARP_ variable the script sets is declared in the manifest with the same value (conditional ones with 'when'), and the reverse."""
 from validator.rules.base import manifest_of, setting_value, topology_settings
 
 ID = "xcheck-environment"
 SEVERITY = "error"
 SCOPE = "preset"
-DESCRIPTION = "Every NCCL_/UCX_/TORCH_/CUDA_ variable the script sets is declared in the manifest with the same value (conditional ones with 'when'), and the reverse."
+DESCRIPTION = "Every NCCL_/UCX_/TORCH_/CUDA_/SHARP_ variable the script sets is declared in the manifest with the same value (conditional ones with 'when'), and the reverse."
 GOOD = {"preset.yaml": None}
 BAD = {"train.sbatch": ("replace", "export NCCL_SOCKET_NTHREADS=4", "export NCCL_SOCKET_NTHREADS=8")}
 

@@ -6,7 +6,7 @@ from validator.rules.base import manifest_of
 ID = "xcheck-identity"
 SEVERITY = "error"
 SCOPE = "preset"
-DESCRIPTION = ("The script's identity matches the manifest: --job-name=smoke-NAME, `smoke_init NAME MIN MAX` "
+DESCRIPTION = ("The script's identity matches the manifest: --job-name=smoke-NAME, `smoke_init NAME MIN MAX [\"$@\"]` "
                "(name, nodes.min, nodes.max), SMOKE_ARCH (topology.arch), SMOKE_GPU_MODEL (topology.gpu.model, "
                "empty for 'any ...'), SMOKE_IB_PORTS (topology.network.ib_ports_per_node).")
 _INIT = "set -euo pipefail\n"
@@ -54,9 +54,10 @@ def check(target):
     nodes = manifest.get("nodes") if isinstance(manifest.get("nodes"), dict) else {}
     wanted = [("name", name), ("nodes.min", nodes.get("min")), ("nodes.max", nodes.get("max"))]
     for command in inits:
-        if len(command.args) != 3:
+        # NAME MIN MAX, then optionally "$@": the KEY=VALUE settings given after the script
+        if len(command.args) != 3 and not (len(command.args) == 4 and command.args[3].raw == '"$@"'):
             yield (display, command.line, command.col,
-                   f"smoke_init takes NAME MIN MAX: `smoke_init {name} {nodes.get('min')} {nodes.get('max')}`")
+                   f"smoke_init takes NAME MIN MAX [\"$@\"]: `smoke_init {name} {nodes.get('min')} {nodes.get('max')} \"$@\"`")
             continue
         for arg, (field, value) in zip(command.args, wanted):
             if value is not None and arg.value != str(value):
