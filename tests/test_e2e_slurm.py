@@ -7,6 +7,7 @@ such). Needs root; under CI (CI=true) a missing Slurm is a failure, not a skip.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -173,6 +174,47 @@ def test_node_count_outside_the_range_fails_before_any_step(cluster, tmp_path):
     assert state == "FAILED" and exit_code == "2:0"
     assert "supports 2 to 64 nodes; this job has 1" in log
     assert "smoke: stage" not in log
+
+
+PROFILE_USER = "smokeprofile"
+PROFILE_JOB = """#!/bin/bash
+#SBATCH --time=00:02:00
+export SMOKE_EXPORT=${SLURM_EXPORT_ENV:-}
+echo "raw NCCL_ALGO=${NCCL_ALGO:-unset} SLURM_GET_USER_ENV=${SLURM_GET_USER_ENV:-unset}"
+source "$SLURM_SUBMIT_DIR/job-lib.sh"
+smoke_settings "$@"
+echo "after NCCL_ALGO=${NCCL_ALGO:-unset} SMOKE_MODE=${SMOKE_MODE:-unset} MEGATRON_TRAIN_ITERS=${MEGATRON_TRAIN_ITERS:-unset}"
+"""
+
+
+@pytest.mark.parametrize("export, kept", [("NONE", "unset"), ("NIL", "unset"), ("NONE,SMOKE_MODE=functional", "functional")])
+def test_login_profile_settings_do_not_reach_the_job(cluster, export, kept):
+    """A user whose ~/.bash_profile exports NCCL_ALGO: with --export=NONE (or NIL, which Slurm 22.05 reads
+    as a variable list, or NONE,VAR=x) Slurm rebuilds the login environment on the node
+    (SLURM_GET_USER_ENV=1) and the sentinel arrives; job-lib's smoke_settings drops it and keeps what
+    --export named and the KEY=VALUE arguments. The job script sources the real job-lib.sh (copied
+    where the test user can read it)."""
+    if subprocess.run(["id", PROFILE_USER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-m", "-s", "/bin/bash", PROFILE_USER], check=True, capture_output=True)
+    home = Path(f"/home/{PROFILE_USER}")
+    (home / ".bash_profile").write_text("export NCCL_ALGO=FROM_PROFILE\n")
+    folder = Path(f"/tmp/smoke-profile-{os.getpid()}-{export.split(',')[0]}")
+    folder.mkdir(mode=0o755, exist_ok=True)
+    shutil.copy(ROOT / "scripts" / "job-lib.sh", folder / "job-lib.sh")
+    (folder / "job.sbatch").write_text(PROFILE_JOB)
+    subprocess.run(["chown", "-R", f"{PROFILE_USER}:", str(folder), str(home / ".bash_profile")], check=True)
+    proc = subprocess.run(["runuser", "-u", PROFILE_USER, "--", "env", "NCCL_ALGO=FROM_SUBMIT_SHELL", "sbatch",
+                           "--parsable", f"--export={export}", f"--output={folder}/%j.out", "job.sbatch",
+                           "MEGATRON_TRAIN_ITERS=7"], cwd=folder, capture_output=True, text=True, env=cluster, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    job = proc.stdout.strip().split(";")[0]
+    state, _, _ = wait(cluster, job, timeout=60)
+    out = (folder / f"{job}.out").read_text()
+    shutil.rmtree(folder, ignore_errors=True)
+    assert state == "COMPLETED", out
+    assert "raw NCCL_ALGO=FROM_PROFILE SLURM_GET_USER_ENV=1" in out  # what Slurm 22.05 hands the job
+    assert "ignored from the login environment Slurm rebuilt on the node: NCCL_ALGO" in out
+    assert f"after NCCL_ALGO=unset SMOKE_MODE={kept} MEGATRON_TRAIN_ITERS=7" in out
 
 
 def test_failed_node_ends_the_job_fast_and_still_leaves_a_verdict(cluster):
