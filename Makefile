@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test bench bench-e2e demo clean
+.PHONY: validate test bench bench-e2e fault-matrix demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ demo: $(STAMP)
 # Submit-to-verdict time of a 2-node job on the local Slurm cluster (needs root).
 bench-e2e: $(STAMP)
 	$(PY) bench/bench_e2e.py
+
+# Fault injection on the local 4-node Slurm cluster (needs root): FAULT_RUNS runs of each fault,
+# faulty node chosen at random; prints a table per fault (docs/localization.md).
+fault-matrix: $(STAMP)
+	$(PY) bench/fault_matrix.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -208,11 +208,36 @@ smoke_stage() {
     set -e
     echo "$name $status" >> "$SMOKE_OUT/stages.txt"
     smoke_stop_if_signalled "$name"
+    if [[ $name == probe ]]; then
+        smoke_localize "$status"  # failed or uneven: which node (SMOKE_LOCALIZE)
+    fi
     if (( status != 0 )); then
         echo "smoke: stage $name failed with exit code $status" >&2
         smoke_verdict
         exit 1
     fi
+    if [[ $name == "${SMOKE_STOP_AFTER:-}" ]]; then
+        echo "$name" > "$SMOKE_OUT/stopped-after"
+        echo "smoke: SMOKE_STOP_AFTER=$name: no further stage"
+        smoke_verdict
+        exit 0
+    fi
+}
+
+# smoke_localize PROBE_STATUS: narrow a failed or uneven probe down to the nodes to exclude, with
+# srun steps on subsets of the allocation (scripts/localize.py). SMOKE_LOCALIZE=auto (default)
+# runs it only when the probe failed or its per-node figures disagree; always; never. It writes
+# localize.json and never fails the job itself: the verdict judges.
+smoke_localize() {
+    local python=python3
+    if [[ $SMOKE_MODE == functional ]]; then
+        python=$SMOKE_PYTHON
+    fi
+    SMOKE_STEP_ARGS=$(printf '%s\n' "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}")
+    export SMOKE_STEP_ARGS
+    "$python" "$SMOKE_ROOT/scripts/localize.py" drive --out "$SMOKE_OUT" --mode "$SMOKE_MODE" \
+        --preset "$SMOKE_ROOT/presets/$SMOKE_PRESET" --probe-status "$1" \
+        || echo "smoke: localization ended with exit code $?; the verdict says what it has" >&2
 }
 
 # smoke_stop_if_signalled STAGE: after Slurm's SIGTERM, write the verdict (which says so) and stop.

@@ -9,6 +9,7 @@ Rank 0 writes the JSON result; the verdict judges it against the preset's expect
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import socket
@@ -20,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 from dist_exit import finish
+from localize import in_probe
 
 MIB = 2**20
 GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB
@@ -112,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group("nccl" if cuda else "gloo")
+    # Bounded: a hung rank fails the stage after SMOKE_COLLECTIVE_TIMEOUT; localization then finds it.
+    dist.init_process_group("nccl" if cuda else "gloo",
+                            timeout=datetime.timedelta(seconds=float(os.environ.get("SMOKE_COLLECTIVE_TIMEOUT", "600"))))
     rank, world = dist.get_rank(), dist.get_world_size()
     started = time.perf_counter()
     args.iters = args.iters or (20 if cuda else 3)
@@ -138,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     tflops = gather(gemm_tflops(n, args.gemm_iters, cuda), cuda)
     slow_gemm = stragglers(tflops)
     hosts = gather_text(socket.gethostname(), cuda)
+    per_node = in_probe(hosts, cuda)  # the trigger of localization (SMOKE_LOCALIZE=auto)
     wall = time.perf_counter() - started
     if rank == 0:
         for r, t in enumerate(tflops):
@@ -146,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {"world_size": world, "backend": dist.get_backend(), "device": torch.cuda.get_device_name() if cuda else "cpu",
                   "nodes": len(set(hosts)), "allreduce": sweep, "gemm_n": n, "gemm_dtype": "bf16" if cuda else "fp32",
                   "gemm_tflops": [round(t, 1) for t in tflops], "gemm_stragglers": [hosts[r] + f" rank {r}" for r in slow_gemm],
-                  "wall_s": round(wall, 2)}
+                  "per_node": per_node, "wall_s": round(wall, 2)}
         tmp = args.out + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=1)

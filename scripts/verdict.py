@@ -287,11 +287,66 @@ def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, s
         _section(rows, f"preflight {os.path.basename(path)[:60]}", _preflight, path)
     if stages.get("probe") == "0":
         _section(rows, "probe", _probe, run_dir, manifest, mode)
+    _section(rows, "localize", localization_rows, run_dir)
+    try:
+        stopped = read_text(os.path.join(run_dir, "stopped-after"))
+    except Unreadable:
+        stopped = "?"
+    if stopped is not None:
+        rows.append(("training", "WARN", f"not run: SMOKE_STOP_AFTER={stopped.strip()[:40]} stopped the job after that stage"))
+        return rows
     if mode == "functional":
         _section(rows, "ranks", _functional, run_dir)
     else:
         _section(rows, "training", _megatron, run_dir, expectations)
     return rows
+
+
+def load_suspects(run_dir: str) -> tuple[dict | None, list[dict]]:
+    """localize.json (written by scripts/localize.py) and its suspects; (None, []) when absent."""
+    try:
+        result = json.loads(read_text(os.path.join(run_dir, "localize.json")) or "null")
+    except (Unreadable, ValueError, RecursionError):
+        return None, []
+    if not isinstance(result, dict):
+        return None, []
+    suspects = result.get("suspects") if isinstance(result.get("suspects"), list) else []
+    keys = {"node": str, "layer": str, "reason": str}
+    return result, [s for s in suspects if isinstance(s, dict) and all(isinstance(s.get(k), t) for k, t in keys.items())
+                    and re.fullmatch(r"[A-Za-z0-9._-]+", s["node"])
+                    and all(s.get(k) is None or isinstance(s.get(k), (int, float)) for k in ("figure", "peers_median"))]
+
+
+def localization_rows(run_dir: str) -> list[tuple[str, str, str]]:
+    result, suspects = load_suspects(run_dir)
+    if result is None:
+        return []
+    if not result.get("ran"):
+        return [("localize", "PASS", f"not run: {result.get('why')}")]
+    how = f"{result.get('rounds')} round(s), {result.get('steps')} srun step(s), {result.get('seconds')} s"
+    if not suspects:
+        return [("localize", "PASS", f"no node stands out from its peers ({how})")]
+    return [(f"suspect {s['node']}", "FAIL", f"{s['layer']}: {s['reason']}") for s in suspects] + \
+        [("localize", "FAIL", f"{len(suspects)} node(s) to exclude ({how})")]
+
+
+def write_exclusions(run_dir: str, suspects: list[dict], job: str | None) -> str:
+    """exclude.txt (one Slurm hostlist, empty when nobody is suspect) and drain.sh (for an
+    operator; the job never runs it). Returns the hostlist."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from localize import hostlist
+    nodes = hostlist(s["node"] for s in suspects)
+    with open(os.path.join(run_dir, "exclude.txt"), "w", encoding="utf-8") as handle:
+        handle.write(nodes + "\n" if nodes else "")
+    lines = ["#!/bin/sh", "# For an operator, after reading verdict.json: drains the nodes this smoke test named.",
+             "# The job never runs this."]
+    for s in suspects:
+        figure = "no figure" if s.get("figure") is None else f"{s['figure']:.3g}"
+        reason = f"smoke {job or '?'}: {s['layer']} {figure}".replace('"', "'")
+        lines.append(f'scontrol update NodeName={s["node"]} State=DRAIN Reason="{reason}"')
+    with open(os.path.join(run_dir, "drain.sh"), "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return nodes
 
 
 def overall(rows: list[tuple[str, str, str]]) -> str:
@@ -319,9 +374,13 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         rows = [("job", "FAIL", "no stage reported anything")]
     result = overall(rows)
+    _, suspects = load_suspects(args.run_dir)
+    job = os.environ.get("SLURM_JOB_ID")
+    write_exclusions(args.run_dir, suspects, job)
     payload = {"verdict": result, "mode": args.mode, "preset": os.path.basename(os.path.normpath(args.preset)),
-               "job_id": os.environ.get("SLURM_JOB_ID"),
-               "checks": [{"check": c, "state": s, "detail": d} for c, s, d in rows]}
+               "job_id": job,
+               "checks": [{"check": c, "state": s, "detail": d} for c, s, d in rows],
+               "suspects": suspects}
     path = os.path.join(args.run_dir, "verdict.json")
     try:  # a temporary file of its own, then a rename: a reader never sees half a verdict
         fd, tmp = tempfile.mkstemp(prefix=".verdict-", suffix=".tmp", dir=args.run_dir)
@@ -333,6 +392,17 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(c) for c, _, _ in rows)
     for check, state, detail in rows:
         print(f"verdict: {check:<{width}}  {state:4}  {detail}")
+    if suspects:
+        print(f"verdict: {'node':<12}  {'layer':<12}  {'figure':>9}  {'peers':>9}  reason")
+        for s in suspects:
+            fig = "-" if s.get("figure") is None else f"{s['figure']:.3g}"
+            med = "-" if s.get("peers_median") is None else f"{s['peers_median']:.3g}"
+            print(f"verdict: {s['node']:<12}  {s['layer']:<12}  {fig:>9}  {med:>9}  {s['reason']}")
+        nodes = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or "N"
+        exclude_file = os.path.join(args.run_dir, "exclude.txt")
+        print(f"verdict: resubmit without them: sbatch --nodes {nodes} --exclude=$(cat {exclude_file}) "
+              f"presets/{payload['preset']}/train.sbatch   (drain commands for an operator: "
+              f"{os.path.join(args.run_dir, 'drain.sh')})")
     print(f"verdict: {result} ({path})")
     return 1 if result == "FAIL" else 0
 

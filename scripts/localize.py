@@ -1,0 +1,670 @@
+"""Localization: which nodes of this allocation to exclude, found inside the job with srun steps.
+
+Runs in the batch shell after the probe stage (job-lib.sh's smoke_localize) and is bounded:
+  1. per-node checks, one srun step over every node, each node on its own (a standalone torchrun):
+     GEMM on each GPU, an all-reduce among the node's own GPUs, the GPU count it sees. A node
+     with no result within SMOKE_LOCALIZE_STEP_TIMEOUT is `unresponsive`.
+  2. inter-node group tests over the nodes that passed: disjoint groups as concurrent srun steps
+     (pairs up to 2 x SMOKE_LOCALIZE_MAX_STEPS nodes, larger groups above), failing groups split in
+     halves, the last suspects confirmed in a pair with a node already known good. Bounded by
+     SMOKE_LOCALIZE_MAX_ROUNDS; never all pairs.
+Every figure is judged against the median of its peers in the same run (median and MAD, with a
+noise floor measured from repeats) and, in full mode, against the preset's absolute expectations.
+
+    localize.py drive --out DIR --preset DIR --mode full|functional --probe-status N   (batch shell)
+    localize.py worker --kind node|group --out FILE                                    (torchrun)
+    localize.py simulate                                                               (docs table)
+
+The driver and the simulation use only the standard library; the worker needs torch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+# Relative distance below the peers' median that names a node, whatever the measured noise. On
+# GPUs 5 %: Microsoft SuperBench flags nodes > 5 % below baseline, and Together's bad B200 nodes
+# were 6-7 % below their peers. On CPU (functional mode) the processes of every "node" share a
+# few cores with each other and the rest of the machine: only gross faults mean anything there.
+FLOOR = {"full": 0.05, "functional": 0.5}
+K_NOISE = 3.0  # a figure must sit further than 3x the repeat noise (and 3x the peers' MAD) below the median
+LAYERS = ("gpu", "node-link", "network", "config", "unresponsive")
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+
+
+def robust_noise(repeats: list[list[float]]) -> float:
+    """Relative noise of one measurement, from repeats: the median over items of each item's
+    MAD / median (scaled by 1.4826 to read as a standard deviation)."""
+    spreads = []
+    for values in repeats:
+        values = [v for v in values if v > 0]
+        if len(values) >= 2:
+            med = statistics.median(values)
+            spreads.append(1.4826 * statistics.median(abs(v - med) for v in values) / med)
+    return statistics.median(spreads) if spreads else 0.0
+
+
+def threshold(values: list[float], noise: float, floor: float) -> tuple[float, float]:
+    """(median, limit): a value lower than median - limit stands out from its peers."""
+    med = statistics.median(values)
+    mad = 1.4826 * statistics.median(abs(v - med) for v in values)
+    return med, max(floor * med, K_NOISE * noise * med, K_NOISE * mad)
+
+
+def low_outliers(figures: dict[str, float], noise: float, floor: float) -> dict[str, float]:
+    """Nodes whose figure sits below their peers' median by more than the threshold -> median.
+    Fewer than 3 peers cannot outvote one another: nothing is named then."""
+    if len(figures) < 3:
+        return {}
+    med, limit = threshold(list(figures.values()), noise, floor)
+    return {node: med for node, value in figures.items() if med - value > limit}
+
+
+def reference(figures: list[float], noise: float, floor: float) -> tuple[float, float]:
+    """(reference, limit) for group tests: the median of the upper half of the figures (their best
+    when fewer than 3), so that up to half the groups can be slow without dragging the reference
+    down; the limit as in threshold(), with the spread of that upper half."""
+    upper = sorted(figures)[len(figures) // 2:]
+    if len(upper) < 3:
+        top = max(figures)
+        return top, max(floor, K_NOISE * noise) * top
+    return threshold(upper, noise, floor)
+
+
+# ---------------------------------------------------------------------------------------------
+# Slurm hostlists
+
+
+def hostlist(nodes) -> str:
+    """Slurm's compressed form: ['node3', 'node17', 'node4'] -> 'node[3-4,17]'; '' for none."""
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    plain = []
+    for node in sorted(set(nodes)):
+        match = re.fullmatch(r"(.*?)(\d+)([^\d]*)", node)
+        if not match or match.group(3):
+            plain.append(node)
+            continue
+        groups.setdefault((match.group(1), match.group(3)), []).append((int(match.group(2)), match.group(2)))
+    parts = list(plain)
+    for (prefix, suffix), numbers in sorted(groups.items()):
+        numbers.sort()
+        ranges, start = [], 0
+        for i in range(1, len(numbers) + 1):
+            padded = i < len(numbers) and "0" in (numbers[i][1][0], numbers[i - 1][1][0])
+            if i == len(numbers) or numbers[i][0] != numbers[i - 1][0] + 1 or (
+                    padded and len(numbers[i][1]) != len(numbers[i - 1][1])):
+                first, last = numbers[start][1], numbers[i - 1][1]
+                ranges.append(first if first == last else f"{first}-{last}")
+                start = i
+        parts.append(f"{prefix}{ranges[0]}{suffix}" if len(numbers) == 1 else f"{prefix}[{','.join(ranges)}]{suffix}")
+    return ",".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Group testing: which subsets to run as srun steps, round by round
+
+
+class GroupSearch:
+    """Adaptive group testing over nodes that passed their per-node checks.
+
+    Round 1 runs disjoint groups of `group` nodes (default: pairs, larger groups once there would
+    be more than max_steps of them, so one round is at most max_steps concurrent steps). A group
+    is slow when its figure is below the reference (median of the round-1 groups; their best when
+    fewer than 3) by more than the threshold. A slow group of 4 or more is split in halves, tested
+    next round; a slow group of 2 or 3 has each member tested in a pair with a node already known
+    good, which confirms or clears it. Each node is in at most one step per round; a round runs
+    at most max_steps steps (the rest wait for the next round)."""
+
+    def __init__(self, nodes: list[str], noise: float, floor: float, max_steps: int = 64, group: int | None = None):
+        self.nodes = list(nodes)
+        self.noise, self.floor, self.max_steps = noise, floor, max(1, max_steps)
+        size = group or max(2, math.ceil(len(nodes) / self.max_steps))
+        self.queue: list[tuple[str, tuple[str, ...]]] = []  # (kind, members) still to test
+        if len(nodes) == 3:  # no two disjoint groups: the three pairs, one after another
+            self.queue = [("group", pair) for pair in ((nodes[0], nodes[1]), (nodes[1], nodes[2]), (nodes[0], nodes[2]))]
+        elif len(nodes) >= 4:
+            count = len(nodes) // size
+            for i in range(count):  # sizes differ by at most one: no lone node
+                self.queue.append(("group", tuple(self.nodes[i::count])))
+        self.initial: list = []  # round-1 results, judged together once every first group ran
+        self.good: set[str] = set()
+        self.suspects: dict[str, dict] = {}
+        self.reference: float | None = None
+        self.limit = 0.0
+        self.rounds = self.steps = 0
+        self.history: list[dict] = []
+
+    def next_round(self) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """(kind, nodes under test, nodes the step runs on) for the next round; [] when done."""
+        tests, busy, later = [], set(), []
+        spare = [n for n in self.nodes if n in self.good]
+        for kind, members in self.queue:
+            if len(tests) >= self.max_steps or busy & set(members):
+                later.append((kind, members))
+                continue
+            if kind == "confirm":
+                partner = next((n for n in spare if n not in busy), None)
+                if partner is None:
+                    if not self.good:  # nobody is known good: nothing to confirm against
+                        self._name(members[0], None, "in a slow group; no node known good to confirm against")
+                    else:
+                        later.append((kind, members))
+                    continue
+                tests.append((kind, members, members + (partner,)))
+                busy.update(members + (partner,))
+            else:
+                tests.append((kind, members, members))
+                busy.update(members)
+        self.queue = later
+        return tests
+
+    def record(self, results: list[tuple[str, tuple[str, ...], tuple[str, ...], float | None]]) -> None:
+        """Feed one round's results: (kind, tested, ran_on, figure or None when the step failed)."""
+        self.rounds += 1
+        self.steps += len(results)
+        if self.reference is None:
+            self.initial += results
+            if any(kind == "group" for kind, _ in self.queue):
+                return
+            results, self.initial = self.initial, []
+            figures = [f for _, _, _, f in results if f]
+            if not figures:
+                for _, tested, _, _ in results:
+                    for node in tested:
+                        self._name(node, None, "every group test failed; nothing to compare against")
+                return
+            self.reference, self.limit = reference(figures, self.noise, self.floor)
+        slow = []
+        for kind, tested, ran_on, figure in results:
+            bad = figure is None or self.reference - figure > self.limit
+            self.history.append({"round": self.rounds, "kind": kind, "nodes": list(ran_on),
+                                 "figure": figure, "slow": bad})
+            if bad:
+                slow.append((kind, tested, ran_on, figure))
+            else:
+                self.good.update(ran_on)
+                for node in ran_on:
+                    self.suspects.pop(node, None)
+        for kind, tested, ran_on, figure in slow:
+            if kind == "confirm":
+                self._name(tested[0], figure, f"slow in a pair with {ran_on[-1]}, a node known good")
+            elif len(tested) >= 4:
+                half = len(tested) // 2
+                self.queue += [("half", tested[:half]), ("half", tested[half:])]
+            else:
+                queued = {m for _, members in self.queue for m in members}
+                self.queue += [("confirm", (node,)) for node in tested if node not in self.good and node not in queued]
+
+    def _name(self, node, figure, reason):
+        self.suspects[node] = {"node": node, "figure": figure, "peers_median": self.reference, "reason": reason}
+
+    def run(self, measure, max_rounds: int = 12) -> dict[str, dict]:
+        """Drive the search with measure(list of (kind, tested, ran_on)) -> figures; returns suspects."""
+        while self.queue and self.rounds < max_rounds:
+            tests = self.next_round()
+            if not tests:
+                continue
+            figures = measure(tests)
+            self.record([t + (f,) for t, f in zip(tests, figures)])
+        for kind, members in self.queue:  # out of rounds: name what is still open, and say so
+            for node in members:
+                if node not in self.good:
+                    self._name(node, None, f"in a slow group, not narrowed within {max_rounds} rounds")
+        self.queue = []
+        return self.suspects
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging the per-node checks
+
+
+def judge_nodes(nodes: list[str], reports: dict[str, dict], mode: str, expect: dict) -> tuple[dict, float]:
+    """Suspects from the per-node step: unresponsive, config (GPU count), gpu (GEMM), node-link
+    (intra-node all-reduce). Returns (suspects by node, the GEMM repeat noise)."""
+    floor = FLOOR[mode]
+    suspects: dict[str, dict] = {}
+
+    def name(node, layer, figure, median, reason):
+        suspects.setdefault(node, {"node": node, "layer": layer, "figure": figure, "peers_median": median,
+                                   "reason": reason})
+
+    for node in nodes:
+        if node not in reports:
+            name(node, "unresponsive", None, None, "no result from its per-node check within the step's time limit "
+                 "(a hung or missing rank)")
+    alive = {n: r for n, r in reports.items() if n in nodes}
+    for node, r in alive.items():
+        if r["gpus_seen"] != r["gpus_allocated"]:
+            name(node, "config", r["gpus_seen"], r["gpus_allocated"],
+                 f"sees {r['gpus_seen']} GPU(s), Slurm allocated {r['gpus_allocated']}")
+    noise = robust_noise([rep for r in alive.values() for rep in r["gemm_repeats"]])
+    for key, layer, unit, floor_key in (("gemm_tflops", "gpu", "TFLOP/s (slowest GPU)", "gemm_tflops"),
+                                        ("intra_busbw_gbs", "node-link", "GB/s intra-node all-reduce",
+                                         "intra_node_busbw_gbs")):
+        figures = {n: r[key] for n, r in alive.items() if r.get(key)}
+        key_noise = noise if key == "gemm_tflops" else robust_noise([r.get("intra_repeats", []) for r in alive.values()])
+        for node, median in low_outliers(figures, key_noise, floor).items():
+            name(node, layer, figures[node], median, f"{figures[node]:.3g} {unit}, "
+                 f"{100 * (1 - figures[node] / median):.0f} % below the peers' median {median:.3g}")
+        minimum = ((expect.get(floor_key) or {}).get("min")) if mode == "full" else None
+        for node, value in figures.items():
+            if minimum is not None and value < minimum:
+                name(node, layer, value, statistics.median(figures.values()),
+                     f"{value:.3g} {unit}, expected >= {minimum:g}")
+    return suspects, noise
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver: srun steps from the batch shell
+
+
+def step_env(port: int, extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env.update({"MASTER_PORT": str(port)}, **(extra or {}))
+    return env
+
+
+def srun_base(name: str, nodes: list[str]) -> list[str]:
+    return ["srun", f"--job-name={name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
+            f"--nodelist={','.join(nodes)}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+            f"--wait={os.environ.get('SMOKE_STEP_GRACE', '30')}",
+            f"--cpus-per-task={os.environ.get('SLURM_CPUS_PER_TASK', '1')}"]
+
+
+def launch(name: str, nodes: list[str], program: list[str], env: dict, log) -> subprocess.Popen:
+    """One srun step running torchrun-node PROGRAM on `nodes`; extra srun arguments (CPU binding,
+    container) come from SMOKE_STEP_ARGS, one per line, as job-lib.sh hands them over."""
+    extra = [a for a in os.environ.get("SMOKE_STEP_ARGS", "").split("\n") if a]
+    root = os.environ["SMOKE_ROOT"]
+    cmd = srun_base(name, nodes) + extra + [f"{root}/scripts/torchrun-node"] + program
+    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float) -> None:
+    """Wait for every step; a step past the time limit is killed with scancel (its ranks may be
+    stopped or hung, which srun alone would wait on)."""
+    deadline = time.monotonic() + timeout
+    for name, proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            job = os.environ.get("SLURM_JOB_ID", "")
+            steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True,
+                                   text=True).stdout.split("\n")
+            for line in steps:
+                if line.split(" ")[-1:] == [name]:
+                    subprocess.run(["scancel", "--signal=KILL", line.split()[0]], capture_output=True)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def job_nodes() -> list[str]:
+    out = subprocess.run(["scontrol", "show", "hostnames", os.environ["SLURM_JOB_NODELIST"]],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def should_run(when: str, probe_status: int, probe: dict | None, mode: str, expect: dict) -> tuple[bool, str]:
+    """The SMOKE_LOCALIZE knob: never, always, or auto (the default): when the probe failed or
+    hung, wrote nothing, found a node that stands out from its peers, or (full mode) measured
+    the job below the preset's expectation."""
+    if when == "never":
+        return False, "SMOKE_LOCALIZE=never"
+    if when == "always":
+        return True, "SMOKE_LOCALIZE=always"
+    if probe_status != 0:
+        return True, f"the probe stage failed (exit code {probe_status})"
+    if probe is None:
+        return True, "the probe wrote no result"
+    flagged = (probe.get("per_node") or {}).get("flagged") or {}
+    if flagged:
+        return True, "the probe's per-node figures disagree: " + "; ".join(f"{n}: {w}" for n, w in sorted(flagged.items()))
+    if mode == "full" and probe.get("allreduce") and probe.get("nodes", 1) > 1:
+        floor = (expect.get("allreduce_busbw_gbs") or {}).get("min")
+        if floor and probe["allreduce"][-1]["busbw_gbs"] < floor:
+            return True, f"the job's all-reduce is below the preset's expectation ({floor:g} GB/s)"
+    return False, "the probe found nothing to narrow down (SMOKE_LOCALIZE=auto)"
+
+
+def load_expectations(preset_dir: str) -> dict:
+    try:
+        import yaml
+        with open(os.path.join(preset_dir, "preset.yaml"), encoding="utf-8") as handle:
+            return (yaml.safe_load(handle) or {}).get("expectations") or {}
+    except Exception:  # noqa: BLE001 - no PyYAML on the host, or no manifest: absolute floors unchecked
+        return {}
+
+
+def drive(args) -> int:
+    started = time.monotonic()
+    out = args.out
+    result_path = os.path.join(out, "localize.json")
+    expect = load_expectations(args.preset)
+    probe = load_json(os.path.join(out, "probe.json"))
+    run, why = should_run(os.environ.get("SMOKE_LOCALIZE", "auto"), args.probe_status, probe, args.mode, expect)
+    result = {"ran": run, "why": why, "suspects": [], "rounds": 0, "steps": 0,
+              "seconds": round(time.monotonic() - started, 3)}
+    if not run:
+        write_json(result_path, result)
+        print(f"localize: not run: {why}")
+        return 0
+    print(f"localize: running because {why}", flush=True)
+    nodes = job_nodes()
+    step_timeout = float(os.environ.get("SMOKE_LOCALIZE_STEP_TIMEOUT", "180"))
+    base_port = int(os.environ.get("MASTER_PORT", "20000"))
+    me = [os.path.join(os.environ["SMOKE_ROOT"], "scripts", "localize.py")]
+    log = open(os.path.join(out, "localize.log"), "a", encoding="utf-8")  # noqa: SIM115 - kept for every step
+    per_node = os.path.join(out, "localize", "node")
+    os.makedirs(per_node, exist_ok=True)
+    # 1. per-node checks: one step, every node on its own (a standalone rendezvous on each node)
+    env = step_env(base_port, {"SMOKE_NNODES": "1", "SMOKE_RDZV_ENDPOINT": "localhost:0"})
+    proc = launch("localize-node", nodes, me + ["worker", "--kind", "node", "--out", per_node], env, log)
+    wait_all([("localize-node", proc)], step_timeout)
+    reports = {}
+    for node in nodes:
+        report = load_json(os.path.join(per_node, f"{node}.json"))
+        if report:
+            reports[node] = report
+    suspects, noise = judge_nodes(nodes, reports, args.mode, expect)
+    steps, rounds = 1, 1
+    # 2. group tests among the nodes that passed
+    healthy = [n for n in nodes if n not in suspects]
+    floor = FLOOR[args.mode]
+    search = GroupSearch(healthy, noise, floor, max_steps=int(os.environ.get("SMOKE_LOCALIZE_MAX_STEPS", "64")))
+    counter = [0]
+
+    def measure(tests):
+        procs, paths = [], []
+        for kind, _tested, ran_on in tests:
+            counter[0] += 1
+            name = f"localize-g{counter[0]}"
+            path = os.path.join(out, "localize", f"group-{counter[0]}.json")
+            port = 20000 + (base_port - 20000 + 1 + counter[0]) % 12000
+            env = step_env(port, {"MASTER_ADDR": ran_on[0]})
+            procs.append((name, launch(name, list(ran_on), me + ["worker", "--kind", "group", "--out", path], env, log)))
+            paths.append(path)
+        wait_all(procs, step_timeout)
+        figures = []
+        for path in paths:
+            report = load_json(path)
+            figures.append(report["busbw_gbs"] if report else None)
+            if report:
+                search.noise = max(search.noise, robust_noise([report["repeats"]]))
+        return figures
+
+    max_rounds = int(os.environ.get("SMOKE_LOCALIZE_MAX_ROUNDS", "12"))
+    for node, found in search.run(measure, max_rounds=max_rounds).items():
+        unit = "GB/s all-reduce"
+        figure = found["figure"]
+        text = f"{figure:.3g} {unit}, peers {found['peers_median']:.3g}: " if figure and found["peers_median"] else ""
+        suspects[node] = {"node": node, "layer": "network", "figure": figure, "peers_median": found["peers_median"],
+                          "reason": text + found["reason"]}
+    steps += search.steps
+    rounds += search.rounds
+    log.close()
+    result.update({"suspects": [suspects[n] for n in nodes if n in suspects], "rounds": rounds, "steps": steps,
+                   "seconds": round(time.monotonic() - started, 1), "noise": round(noise, 4),
+                   "floor": floor, "per_node": reports, "groups": search.history})
+    write_json(result_path, result)
+    names = ", ".join(f"{s['node']} ({s['layer']})" for s in result["suspects"]) or "nobody"
+    print(f"localize: {len(nodes)} nodes, {rounds} round(s), {steps} srun step(s), "
+          f"{result['seconds']} s: suspects {names}")
+    return 0
+
+
+def write_json(path, payload):
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(payload, handle, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker: one torchrun program, measured per node or per group
+
+
+def gpus_seen(cuda: bool) -> int:
+    """GPUs this node's processes can see. Functional mode has none: when SMOKE_FAKE_GPU_DIR is set
+    (the local test cluster; a test double), each GPU Slurm allocated (CUDA_VISIBLE_DEVICES) counts
+    when its fake GRES device file <dir>/<host>/gpu<i> exists."""
+    if cuda:
+        import torch
+        return torch.cuda.device_count()
+    allocated = int(os.environ.get("SLURM_GPUS_ON_NODE", "0") or 0)
+    fake = os.environ.get("SMOKE_FAKE_GPU_DIR")
+    if not fake:
+        return allocated
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(str(i) for i in range(allocated))
+    folder = os.path.join(fake, socket.gethostname())
+    return sum(1 for i in visible.split(",") if i and os.path.exists(os.path.join(folder, f"gpu{i}")))
+
+
+def node_gemm(per_gpu: list[float], cuda: bool) -> float:
+    """A node's GEMM figure: its slowest GPU. On CPU (functional mode) the median of its ranks:
+    they share cores with every other "node", and one descheduled rank says nothing about it."""
+    return min(per_gpu) if cuda else statistics.median(per_gpu)
+
+
+def timed(fn, cuda: bool) -> float:
+    import torch
+    if cuda:
+        torch.cuda.synchronize()
+    begin = time.perf_counter()
+    fn()
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - begin
+
+
+def gemm_repeats(cuda: bool, repeats: int) -> list[float]:
+    import torch
+    n, iters = (8192, 10) if cuda else (256, 8)
+    dtype, device = (torch.bfloat16, "cuda") if cuda else (torch.float32, "cpu")
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    torch.matmul(a, b)
+
+    def run():
+        for _ in range(iters):
+            torch.matmul(a, b)
+    return [2 * n**3 * iters / timed(run, cuda) / 1e12 for _ in range(repeats)]
+
+
+def allreduce_repeats(group, cuda: bool, repeats: int) -> list[float]:
+    """Bus bandwidth (GB/s) of one all-reduce size, the slowest rank's time, per repeat."""
+    import torch
+    import torch.distributed as dist
+    size = 256 * 2**20 if cuda else 2**20
+    world = dist.get_world_size(group)
+    tensor = torch.ones(size // 4, dtype=torch.float32, device="cuda" if cuda else "cpu")
+    iters = 5 if cuda else 2
+    dist.all_reduce(tensor, group=group)
+    out = []
+    for _ in range(repeats):
+        dist.barrier(group=group)
+
+        def run():
+            for _ in range(iters):
+                dist.all_reduce(tensor, group=group)
+        seconds = torch.tensor([timed(run, cuda) / iters], device=tensor.device, dtype=torch.float64)
+        dist.all_reduce(seconds, op=dist.ReduceOp.MAX, group=group)
+        out.append(size / seconds.item() / 1e9 * 2 * (world - 1) / world)
+    return out
+
+
+def worker(args) -> int:
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    from dist_exit import finish
+
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    timeout = datetime.timedelta(seconds=float(os.environ.get("SMOKE_COLLECTIVE_TIMEOUT", "600")))
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=timeout)
+    repeats = 5 if cuda else 3
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if args.kind == "node":
+        gemm = gemm_repeats(cuda, repeats)
+        intra = allreduce_repeats(None, cuda, repeats) if world > 1 else []
+        table = torch.tensor(gemm, dtype=torch.float64, device="cuda" if cuda else "cpu")
+        rows = [torch.zeros_like(table) for _ in range(world)]
+        dist.all_gather(rows, table)
+        if rank == 0:
+            per_gpu = [statistics.median(r.tolist()) for r in rows]
+            report = {"host": socket.gethostname(), "gpus_allocated": int(os.environ.get("SLURM_GPUS_ON_NODE", world)),
+                      "gpus_seen": gpus_seen(cuda), "ranks": world, "gemm_per_gpu": [round(t, 4) for t in per_gpu],
+                      "gemm_tflops": node_gemm(per_gpu, cuda), "gemm_repeats": [r.tolist() for r in rows],
+                      "intra_busbw_gbs": statistics.median(intra) if intra else None, "intra_repeats": intra}
+            write_json(os.path.join(args.out, f"{report['host']}.json"), report)
+    else:
+        figures = allreduce_repeats(None, cuda, repeats)
+        if rank == 0:
+            write_json(args.out, {"ranks": world, "busbw_gbs": statistics.median(figures), "repeats": figures})
+    return finish()
+
+
+def in_probe(hosts: list[str], cuda: bool) -> dict:
+    """Per-node figures inside the probe's own process group, cheap enough for every job (the
+    trigger of SMOKE_LOCALIZE=auto): each node's slowest GEMM (repeated), the GPU count each node
+    sees, and one round of concurrent all-reduces between disjoint pairs of nodes (one rank per
+    node). `flagged` names the nodes that stand out; the srun steps then say which one is bad."""
+    import torch
+    import torch.distributed as dist
+    started = time.perf_counter()
+    rank = dist.get_rank()
+    mode = "full" if cuda else "functional"
+    device = "cuda" if cuda else "cpu"
+    order = list(dict.fromkeys(hosts))
+    leaders = [hosts.index(h) for h in order]
+    pairs = GroupSearch(order, 0.0, FLOOR[mode]).queue if len(order) >= 4 else []
+    groups = [(members, dist.new_group([leaders[order.index(m)] for m in members])) for _, members in pairs]
+    mine = next(((m, g) for m, g in groups if hosts[rank] in m and rank in leaders), None)
+    pair_figures = allreduce_repeats(mine[1], cuda, 3) if mine else []
+    gemm = gemm_repeats(cuda, 3)
+    local = [statistics.median(gemm), float(gpus_seen(cuda)), float(os.environ.get("SLURM_GPUS_ON_NODE", "0") or 0),
+             statistics.median(pair_figures) if pair_figures else 0.0] + (gemm + pair_figures + [0.0] * 3)[:6]
+    table = torch.tensor(local, dtype=torch.float64, device=device)
+    rows = [torch.zeros_like(table) for _ in range(dist.get_world_size())]
+    dist.all_gather(rows, table)
+    rows = [r.tolist() for r in rows]
+    flagged: dict[str, str] = {}
+    gemm_node = {h: node_gemm([rows[r][0] for r in range(len(hosts)) if hosts[r] == h], cuda) for h in order}
+    noise = robust_noise([rows[r][4:7] for r in range(len(rows))])
+    for node, median in low_outliers(gemm_node, noise, FLOOR[mode]).items():
+        flagged[node] = f"GEMM {gemm_node[node]:.3g} TFLOP/s, peers {median:.3g}"
+    for node in order:
+        seen, allocated = rows[hosts.index(node)][1:3]
+        if seen != allocated:
+            flagged[node] = f"sees {seen:.0f} GPU(s), Slurm allocated {allocated:.0f}"
+    figures = [rows[leaders[order.index(m[0])]][3] for m, _ in groups]
+    if figures:
+        ref, limit = reference(figures, robust_noise([rows[leaders[order.index(m[0])]][7:10] for m, _ in groups]),
+                               FLOOR[mode])
+        for (members, _), figure in zip(groups, figures):
+            if ref - figure > limit:
+                for node in members:
+                    flagged.setdefault(node, f"pair {'+'.join(members)} all-reduce {figure:.3g} GB/s, peers {ref:.3g}")
+    return {"gemm_tflops": gemm_node, "pairs": [{"nodes": list(m), "busbw_gbs": f} for (m, _), f in zip(groups, figures)],
+            "flagged": flagged, "seconds": round(time.perf_counter() - started, 3)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Scale on paper
+
+
+def all_pairs_rounds(n: int, max_steps: int) -> tuple[int, int]:
+    """All pairs, as a round-robin tournament: n-1 rounds of n/2 concurrent pairs (n even), each
+    round cut into waves of max_steps steps. Returns (rounds, steps)."""
+    rounds = n - 1 if n % 2 == 0 else n
+    per_round = n // 2
+    return rounds * math.ceil(per_round / max_steps), n * (n - 1) // 2
+
+
+def simulate(n: int, bad: set[int], group: int | None = None, max_steps: int = 64) -> tuple[int, int, set[str]]:
+    """The search with an oracle: a step is slow when one of its nodes is bad. (rounds, steps, named)."""
+    nodes = [f"n{i}" for i in range(n)]
+    bad_names = {f"n{i}" for i in bad}
+    search = GroupSearch(nodes, noise=0.0, floor=0.05, max_steps=max_steps, group=group)
+    found = search.run(lambda tests: [0.1 if set(ran_on) & bad_names else 1.0 for _, _, ran_on in tests],
+                       max_rounds=64)
+    return search.rounds, search.steps, set(found)
+
+
+def simulation_table(step_cost: float, node_step_cost: float, max_steps: int = 64) -> list[dict]:
+    """Rows for the docs: N = 4..4096, 0..4 bad nodes spread at fixed positions."""
+    rows = []
+    for n in (4, 16, 64, 256, 1024, 4096):
+        for k in range(5):
+            if k >= n:
+                continue
+            bad = {(i * 7919 + 3) % n for i in range(k)}
+            while len(bad) < k:
+                bad.add(len(bad))
+            ours = simulate(n, bad, None, max_steps)
+            sqrt_g = simulate(n, bad, max(2, math.isqrt(n)), max_steps)
+            pairs = all_pairs_rounds(n, max_steps)
+            truth = {f"n{i}" for i in bad}
+            rows.append({"n": n, "bad": k, "found": ours[2] == truth, "sqrt_found": sqrt_g[2] == truth,
+                         "rounds": ours[0], "steps": ours[1], "seconds": node_step_cost + ours[0] * step_cost,
+                         "sqrt_rounds": sqrt_g[0], "sqrt_steps": sqrt_g[1],
+                         "sqrt_seconds": node_step_cost + sqrt_g[0] * step_cost,
+                         "pairs_rounds": pairs[0], "pairs_steps": pairs[1],
+                         "pairs_seconds": node_step_cost + pairs[0] * step_cost})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("drive")
+    d.add_argument("--out", required=True)
+    d.add_argument("--preset", required=True)
+    d.add_argument("--mode", choices=("full", "functional"), default="full")
+    d.add_argument("--probe-status", type=int, default=0)
+    w = sub.add_parser("worker")
+    w.add_argument("--kind", choices=("node", "group"), required=True)
+    w.add_argument("--out", required=True)
+    s = sub.add_parser("simulate")
+    s.add_argument("--step-cost", type=float, default=10.0, help="seconds one round of group steps takes")
+    s.add_argument("--node-step-cost", type=float, default=10.0, help="seconds the per-node step takes")
+    s.add_argument("--max-steps", type=int, default=64)
+    args = parser.parse_args(argv)
+    if args.cmd == "drive":
+        return drive(args)
+    if args.cmd == "worker":
+        return worker(args)
+    print("| N | bad | found | rounds | srun steps | est. s | sqrt(N) groups: rounds / steps / s | all pairs: rounds / steps / s |")
+    print("|---:|---:|:---:|---:|---:|---:|---|---|")
+    for r in simulation_table(args.step_cost, args.node_step_cost, args.max_steps):
+        print(f"| {r['n']} | {r['bad']} | {'yes' if r['found'] else 'NO'} | {r['rounds']} | {r['steps']} | "
+              f"{r['seconds']:.0f} | {r['sqrt_rounds']} / {r['sqrt_steps']} / {r['sqrt_seconds']:.0f}{'' if r['sqrt_found'] else ' (missed)'} | "
+              f"{r['pairs_rounds']} / {r['pairs_steps']} / {r['pairs_seconds']:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

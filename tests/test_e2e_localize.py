@@ -1,0 +1,35 @@
+"""Localization end to end on the real 4-node local Slurm cluster (functional mode, CPU, gloo): a
+fault injected on one node, chosen at random, must be named in verdict.json's suspects and in
+exclude.txt, and nobody else. The faults come from bench/fault_matrix.py, which runs the whole
+matrix on demand (`make fault-matrix`); CI runs these few cases. Needs root."""
+import importlib.util
+import os
+import random
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slurm
+spec = importlib.util.spec_from_file_location("fault_matrix", ROOT / "bench" / "fault_matrix.py")
+matrix = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(matrix)
+
+
+@pytest.fixture(scope="module")
+def cluster4():
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("end-to-end tests need root under CI")
+        pytest.skip("end-to-end tests need root (they start slurmctld, slurmd and munge)")
+    matrix.sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4")
+    yield
+    matrix.sh(str(ROOT / "scripts" / "local-cluster"), "down", check=False)
+
+
+@pytest.mark.parametrize("fault", ["nic", "cpu"])
+def test_injected_fault_is_named_and_nobody_else(cluster4, fault):
+    row = matrix.one_run(fault, random.Random())
+    assert row["found"] and row["layer"] == matrix.LAYER[fault], row
+    assert row["false"] == [], row
+    assert row["exclude"] == row["node"], row
