@@ -36,7 +36,7 @@ ENV = {**os.environ, "SLURM_CONF": str(STATE / "slurm.conf")}
 
 
 def sh(*cmd, check=True):
-    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+    return subprocess.run(cmd, capture_output=True, text=True, check=check, env=ENV)
 
 
 def slurmd_pid(node: str) -> int:
@@ -52,13 +52,13 @@ class Fault:
     def __enter__(self):
         node = self.node
         if self.kind == "nic":
-            sh("ip", "netns", "exec", f"smoke-{node}", "tc", "qdisc", "add", "dev", "eth0", "root", "tbf",
+            sh("nsenter", f"--net=/run/netns/smoke-{node}", "tc", "qdisc", "add", "dev", "eth0", "root", "tbf",
                "rate", "20mbit", "burst", "32kbit", "latency", "400ms")
         elif self.kind == "cpu":
             group = CGROUP / f"smoke-slow-{node}"
             group.mkdir(exist_ok=True)
-            (group / "cpu.cfs_period_us").write_text("10000")
-            (group / "cpu.cfs_quota_us").write_text("1000")
+            (group / "cpu.cfs_period_us").write_text("20000")
+            (group / "cpu.cfs_quota_us").write_text("2000")  # 10 %: slower still and torch's import alone outlasts the steps' time limit
             (group / "cgroup.procs").write_text(str(slurmd_pid(node)))
         elif self.kind == "gpus":
             (STATE / "dev" / node / "gpu0").unlink()
@@ -90,7 +90,7 @@ class Fault:
     def __exit__(self, *exc):
         node = self.node
         if self.kind == "nic":
-            sh("ip", "netns", "exec", f"smoke-{node}", "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
+            sh("nsenter", f"--net=/run/netns/smoke-{node}", "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
         elif self.kind == "cpu":
             group = CGROUP / f"smoke-slow-{node}"
             for pid in (group / "cgroup.procs").read_text().split():
@@ -106,9 +106,9 @@ class Fault:
             self.thread.join()
 
 
-def submit(extra: str = "") -> str:
+def submit(extra: str = "", step_timeout: int = 45) -> str:
     exports = ",".join(["NONE", "SMOKE_MODE=functional", f"SMOKE_PYTHON={sys.executable}", "SMOKE_STOP_AFTER=probe",
-                        "SMOKE_COLLECTIVE_TIMEOUT=20", "SMOKE_LOCALIZE_STEP_TIMEOUT=45", "SMOKE_RDZV_TIMEOUT=60",
+                        "SMOKE_COLLECTIVE_TIMEOUT=20", f"SMOKE_LOCALIZE_STEP_TIMEOUT={step_timeout}", "SMOKE_RDZV_TIMEOUT=90",
                         "SMOKE_STEP_GRACE=10", f"SMOKE_FAKE_GPU_DIR={STATE / 'dev'}"]) + extra
     out = subprocess.run(["sbatch", "--parsable", "--nodes", "4", "--gpus-per-task=2", f"--export={exports}",
                           "presets/ethernet-only/train.sbatch"], cwd=ROOT, env=ENV, capture_output=True, text=True,
@@ -140,7 +140,8 @@ def one_run(kind: str, rng: random.Random, extra: str = "") -> dict:
     node = None if kind == "healthy" else rng.choice(NODES)
     started = time.monotonic()
     with Fault(kind, node):
-        job = submit(extra)
+        # a node at 10 % of a core needs about a minute to start torch: give its steps the time
+        job = submit(extra, step_timeout=120 if kind == "cpu" else 45)
         state = wait(job)
     took = round(time.monotonic() - started, 1)
     run = ROOT / "smoke-runs" / job
@@ -208,7 +209,10 @@ def main(argv=None) -> int:
         print(f"fault_matrix: unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}", file=sys.stderr)
         return 2
     rng = random.Random(args.seed)
-    sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4")
+    up = sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4", check=False)
+    if up.returncode != 0:
+        print(f"fault_matrix: local-cluster up failed:\n{up.stdout}{up.stderr}", file=sys.stderr)
+        return 1
     rows = []
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -27,7 +27,7 @@ def cluster4():
     matrix.sh(str(ROOT / "scripts" / "local-cluster"), "down", check=False)
 
 
-@pytest.mark.parametrize("fault", ["nic", "cpu"])
+@pytest.mark.parametrize("fault", ["nic"])  # CI time: one case (about 110 s here); the rest: make fault-matrix
 def test_injected_fault_is_named_and_nobody_else(cluster4, fault):
     row = matrix.one_run(fault, random.Random())
     assert row["found"] and row["layer"] == matrix.LAYER[fault], row
