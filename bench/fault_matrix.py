@@ -106,9 +106,9 @@ class Fault:
             self.thread.join()
 
 
-def submit(extra: str = "", step_timeout: int = 45) -> str:
+def submit(extra: str = "", step_timeout: int = 45, collective_timeout: int = 20) -> str:
     exports = ",".join(["NONE", "SMOKE_MODE=functional", f"SMOKE_PYTHON={sys.executable}", "SMOKE_STOP_AFTER=probe",
-                        "SMOKE_COLLECTIVE_TIMEOUT=20", f"SMOKE_LOCALIZE_STEP_TIMEOUT={step_timeout}", "SMOKE_RDZV_TIMEOUT=90",
+                        f"SMOKE_COLLECTIVE_TIMEOUT={collective_timeout}", f"SMOKE_LOCALIZE_STEP_TIMEOUT={step_timeout}", "SMOKE_RDZV_TIMEOUT=90",
                         "SMOKE_STEP_GRACE=10", f"SMOKE_FAKE_GPU_DIR={STATE / 'dev'}"]) + extra
     out = subprocess.run(["sbatch", "--parsable", "--nodes", "4", "--gpus-per-task=2", f"--export={exports}",
                           "presets/ethernet-only/train.sbatch"], cwd=ROOT, env=ENV, capture_output=True, text=True,
@@ -141,7 +141,7 @@ def one_run(kind: str, rng: random.Random, extra: str = "") -> dict:
     started = time.monotonic()
     with Fault(kind, node):
         # a node at 10 % of a core needs about a minute to start torch: give its steps the time
-        job = submit(extra, step_timeout=120 if kind == "cpu" else 45)
+        job = submit(extra, step_timeout=120 if kind == "cpu" else 45, collective_timeout=90 if kind == "cpu" else 20)
         state = wait(job)
     took = round(time.monotonic() - started, 1)
     run = ROOT / "smoke-runs" / job
