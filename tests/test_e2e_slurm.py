@@ -133,7 +133,8 @@ def test_killed_rank_fails_the_job_fast(cluster):
 def test_rendezvous_that_cannot_form_fails_within_the_documented_bound(cluster, tmp_path):
     """One node's launcher never starts (a stuck container start, a hung filesystem): the other
     node's torchrun must give up after SMOKE_RDZV_TIMEOUT and the job end within that plus
-    SMOKE_STEP_GRACE (README), plus start-up, instead of waiting for the time limit."""
+    SMOKE_STEP_GRACE (README), plus start-up, instead of waiting for the time limit. Localization
+    is off here: after a failed probe it would add its own bounded steps (SMOKE_LOCALIZE_STEP_TIMEOUT)."""
     rdzv_timeout, grace, start_up = 20, 10, 30
     # Test double: a Python that hangs on node2 when asked to run torchrun, and is the real one otherwise.
     hanging_python = tmp_path / "python-hangs-on-node2"
@@ -143,7 +144,7 @@ exec {sys.executable} "$@"
 """)
     hanging_python.chmod(0o755)
     job = submit(cluster, "ethernet-only", 2, python=hanging_python,
-                 extra=f",SMOKE_RDZV_TIMEOUT={rdzv_timeout},SMOKE_STEP_GRACE={grace}")
+                 extra=f",SMOKE_RDZV_TIMEOUT={rdzv_timeout},SMOKE_STEP_GRACE={grace},SMOKE_LOCALIZE=never")
     state, exit_code, took = wait(cluster, job, timeout=180)
     assert took < rdzv_timeout + grace + start_up, f"the job took {took:.0f} s to fail"
     assert state == "FAILED" and exit_code != "0:0"
