@@ -292,7 +292,8 @@ def srun_base(name: str, nodes: list[str], independent: bool) -> list[str]:
     return ["srun", f"--job-name={name}", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}",
             f"--nodelist={','.join(nodes)}", "--ntasks-per-node=1"] + (["--kill-on-bad-exit=0", "--wait=0"]
                                                                         if independent else together) + [
-            f"--cpus-per-task={os.environ.get('SLURM_CPUS_PER_TASK', '1')}"]
+            # as job-lib's steps: the job's --cpus-per-task if given, else what the smallest node has
+            f"--cpus-per-task={os.environ.get('SLURM_CPUS_PER_TASK') or os.environ.get('SMOKE_CPUS_PER_NODE', '1')}"]
 
 
 def launch(name: str, nodes: list[str], program: list[str], env: dict, log, independent=False) -> subprocess.Popen:
