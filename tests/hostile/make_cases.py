@@ -170,6 +170,10 @@ CASES = {
     "c5-arabic-digits-port": lone(SH + "export MASTER_PORT=٢٩٥٠٠\nsrun --kill-on-bad-exit=1 torchrun --nnodes=\"$SLURM_NNODES\" x.py\n"),
     "c5-port-5000-digits": lone(SH + "export MASTER_PORT=" + "9" * 5000 + "\nsrun --kill-on-bad-exit=1 torchrun --nnodes=\"$SLURM_NNODES\" x.py\n"),
     "c5-endpoint-port-5000-digits": lone(SH + "srun --kill-on-bad-exit=1 torchrun --nnodes=\"$SLURM_NNODES\" --rdzv-endpoint=h:" + "9" * 5000 + " x.py\n"),
+    "c5-nodes-directive-5000-digits": lone("#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=" + "9" * 5000
+                                           + "\nset -euo pipefail\nsrun --kill-on-bad-exit=1 torchrun x.py\n"),
+    "c5-nodes-directive-superscript": lone("#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=²-⁴"
+                                           "\nset -euo pipefail\nsrun --kill-on-bad-exit=1 torchrun x.py\n"),
     "c5-manifest-int-5000-digits": manifest_value("  num_layers: 12\n", "  num_layers: " + "9" * 5000 + "\n"),
     "c5-manifest-negative-4400-digits": manifest_value("  min: 1\n", "  min: -" + "9" * 4400 + "\n"),
     "c5-manifest-lone-surrogate": manifest_value("name: example\n", 'name: "\\ud800"\n'),

@@ -80,6 +80,12 @@ def is_decimal(text: str | None) -> bool:
     return bool(text) and text.isascii() and text.isdigit()
 
 
+def as_int(text: str | None, digits: int = 18) -> int | None:
+    """The number an ASCII decimal stands for, or None (also for more than `digits` digits: int()
+    refuses over 4300, and no count or port in a script is that long)."""
+    return int(text) if is_decimal(text) and len(text) <= digits else None
+
+
 def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 

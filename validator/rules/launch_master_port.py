@@ -1,6 +1,6 @@
 """A fixed rendezvous port (29500) collides when jobs share a node; derive it from the job id, within 1024-32767."""
 import re
-from validator.rules.base import GOOD_BATCH, bad_batch, is_decimal, launcher_commands
+from validator.rules.base import GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands
 ID = "launch-master-port"
 SEVERITY = "error"
 SCOPE = "script"
@@ -21,7 +21,7 @@ def _whole_nodes(script) -> bool:
 
 
 def _judge(value):
-    port = int(value) if len(value) <= 6 else None  # int() refuses over 4300 digits
+    port = as_int(value, digits=6)
     if port is None or not 1024 <= port <= 32767:
         shown = value if port is not None else value[:12] + "..."
         return f"port {shown} is outside 1024-32767 (32768 and up is the ephemeral range)"

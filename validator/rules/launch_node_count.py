@@ -1,7 +1,7 @@
 """The node count must come from the submission: no #SBATCH --nodes in a preset, no literal torchrun --nnodes, no --ntasks beside torchrun."""
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, is_decimal, launcher_commands, srun_option
+from validator.rules.base import GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, srun_option
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -17,8 +17,8 @@ _ONE_NODE_STEP = re.compile(r"(?:-N\s*1|--nodes[= ]1)(?![\d-])")
 def _several_nodes(parsed) -> str | None:
     """The node count a job asks for when it is more than one (--nodes=4, --nodes=2-4)."""
     value = parsed.value("nodes") or ""
-    low = value.split("-")[0]
-    return value if low.isdigit() and int(low) > 1 else None
+    low = as_int(value.split("-")[0])
+    return value if low is not None and low > 1 else None
 
 
 def check(target):
