@@ -496,7 +496,9 @@ def timed(fn, cuda: bool) -> float:
 
 def gemm_repeats(cuda: bool, repeats: int) -> list[float]:
     import torch
-    n, iters = (8192, 10) if cuda else (256, 4)
+    # On CPU a repeat lasts about 40 ms, longer than a CFS quota period (a throttled node must not
+    # finish a whole repeat inside one burst of its quota, as 4 x 256^3 = 1.5 ms did).
+    n, iters = (8192, 10) if cuda else (512, 12)
     dtype, device = (torch.bfloat16, "cuda") if cuda else (torch.float32, "cpu")
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     torch.matmul(a, b)
@@ -581,7 +583,7 @@ def in_probe(hosts: list[str], cuda: bool) -> dict:
     groups = [(members, dist.new_group([leaders[order.index(m)] for m in members])) for _, members in pairs]
     mine = next(((m, g) for m, g in groups if hosts[rank] in m and rank in leaders), None)
     pair_figures = allreduce_repeats(mine[1], cuda, 3) if mine else []
-    gemm = gemm_repeats(cuda, 3 if cuda else 6)
+    gemm = gemm_repeats(cuda, 3 if cuda else 4)
     local = [best(gemm), float(gpus_seen(cuda)), float(os.environ.get("SLURM_GPUS_ON_NODE", "0") or 0),
              best(pair_figures) if pair_figures else 0.0] + (gemm[:3] + pair_figures[:3] + [0.0] * 3)[:6]
     table = torch.tensor(local, dtype=torch.float64, device=device)
