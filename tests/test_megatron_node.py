@@ -65,8 +65,9 @@ def test_unknown_transformer_implementation_stops_with_the_choices(tmp_path):
 
 def test_local_implementation_leaves_out_sequence_parallelism(tmp_path):
     """torch's norms (local layers without Apex) refuse sequence parallelism (Megatron's WrappedTorchNorm)."""
-    code, err, args = megatron_node(tmp_path, "h100-ib-8port", SLURM_GPUS_ON_NODE="8", MEGATRON_TRANSFORMER_IMPL="local")
+    code, err, args = megatron_node(tmp_path, "h100-ib-8port", SLURM_GPUS_ON_NODE="8", MEGATRON_TENSOR_PARALLEL="8",
+                                    MEGATRON_TRANSFORMER_IMPL="local")
     assert code == 0, err
     assert args[args.index("--tensor-model-parallel-size") + 1] == "8" and "--sequence-parallel" not in args
-    code, err, args = megatron_node(tmp_path, "h100-ib-8port", SLURM_GPUS_ON_NODE="8")
+    code, err, args = megatron_node(tmp_path, "h100-ib-8port", SLURM_GPUS_ON_NODE="8", MEGATRON_TENSOR_PARALLEL="8")
     assert "--sequence-parallel" in args
