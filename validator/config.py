@@ -57,16 +57,23 @@ def load_config(folder: Path, root: Path) -> Config:
     here = Path(os.path.abspath(folder))
     stop = Path(os.path.abspath(root))
     for current in (here, *here.parents):
-        if (current / CONFIG_NAME).is_file():
+        if _is_file(current / CONFIG_NAME):
             return _parse(_read_toml(current / CONFIG_NAME, root), current / CONFIG_NAME)
         pyproject = current / "pyproject.toml"
-        if pyproject.is_file():
+        if _is_file(pyproject):
             table = _read_toml(pyproject, root).get("tool", {}).get(TOOL_NAME)
             if table is not None:
                 return _parse(table, pyproject)
         if current == stop:
             break
     return Config()
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, a permission error: no config there
+        return False
 
 
 def _parse(table, path: Path) -> Config:

@@ -174,6 +174,8 @@ CASES = {
                                            + "\nset -euo pipefail\nsrun --kill-on-bad-exit=1 torchrun x.py\n"),
     "c5-nodes-directive-superscript": lone("#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=²-⁴"
                                            "\nset -euo pipefail\nsrun --kill-on-bad-exit=1 torchrun x.py\n"),
+    "c5-source-name-too-long": lone(SH + "source \"$ROOT/" + "x" * 5000 + "/lib.sh\"\n", args=("--strict", "job.sbatch")),
+    "c5-path-argument-too-long": {"files": {"keep": ""}, "args": ["x" * 5000 + ".sbatch"]},
     "c5-manifest-int-5000-digits": manifest_value("  num_layers: 12\n", "  num_layers: " + "9" * 5000 + "\n"),
     "c5-manifest-negative-4400-digits": manifest_value("  min: 1\n", "  min: -" + "9" * 4400 + "\n"),
     "c5-manifest-lone-surrogate": manifest_value("name: example\n", 'name: "\\ud800"\n'),

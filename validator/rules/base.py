@@ -313,8 +313,11 @@ def sourced_shells(target):
             candidates.append(tail)
         for candidate in candidates:
             for base in (root, here):
-                path = (base / candidate.lstrip("/")).resolve()
-                if path in seen or not path.is_file() or root not in (path, *path.parents):
+                try:  # a name from the script: too long, a loop, anything
+                    path = (base / candidate.lstrip("/")).resolve()
+                    if path in seen or not path.is_file() or root not in (path, *path.parents):
+                        continue
+                except (OSError, RuntimeError):
                     continue
                 seen.add(path)
                 src = read_source(path, root)  # the one reader: size bound, inside the repository
