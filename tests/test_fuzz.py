@@ -1,6 +1,6 @@
 """The fuzzing harness (tests/fuzz_harness.py) in CI: every input that ever crashed the validator
 (tests/fuzz-crashes/, kept by the harness) stays fixed, and a short fuzzing run (FUZZ_BUDGET_S,
-20 s; FUZZ_SEED picks the cases) finds nothing new. Long runs: `tests/fuzz_harness.py --cases N`."""
+15 s; FUZZ_SEED picks the cases) finds nothing new. Long runs: `tests/fuzz_harness.py --cases N`."""
 import os
 from pathlib import Path
 
@@ -19,7 +19,7 @@ def test_crash_fixture_stays_fixed(folder, tmp_path):
 
 
 def test_short_fuzzing_run_finds_nothing(tmp_path):
-    budget = float(os.environ.get("FUZZ_BUDGET_S", "20"))
+    budget = float(os.environ.get("FUZZ_BUDGET_S", "15"))
     seed = int(os.environ.get("FUZZ_SEED", "0"))
     found = tmp_path / "crashes"
     stats = fuzz(cases=10**6, seed=seed, repo=tmp_path / "repo", crashes=found, budget_s=budget,
