@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test bench bench-e2e fault-matrix demo clean
+.PHONY: validate test bench bench-e2e fault-matrix demo demo-container clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,15 +28,20 @@ bench: $(STAMP) .venv/.compiled
 	$(PY) bench/bench_bounds.py
 
 # A local 2-node Slurm cluster (needs root), the ethernet-only preset in functional mode, the verdict.
-demo: $(STAMP)
-	scripts/local-cluster up --nodes 2
+# demo-container: the same in container-functional mode under real pyxis and enroot (built once per
+# machine), in the STAND-IN image (scripts/standin-image: Debian's python3 and CPU torch, not the
+# Megatron image); the verdict runs on the host with its python3.
+demo: DEMO_EXPORTS = SMOKE_MODE=functional,SMOKE_PYTHON=$(CURDIR)/$(PY)
+demo-container: DEMO_UP = --pyxis
+demo-container: DEMO_EXPORTS = SMOKE_MODE=container-functional,SMOKE_IMAGE=$$(scripts/standin-image)
+demo demo-container: $(STAMP)
+	scripts/local-cluster up --nodes 2 $(DEMO_UP)
 	@set -e; export SLURM_CONF=/run/smoke-cluster/slurm.conf; \
-	job=$$(sbatch --parsable --nodes 2 --export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON=$(CURDIR)/$(PY) \
-	    presets/ethernet-only/train.sbatch); \
-	echo "demo: submitted job $$job"; \
+	job=$$(sbatch --parsable --nodes 2 --export=NONE,$(DEMO_EXPORTS) presets/ethernet-only/train.sbatch); \
+	echo "$@: submitted job $$job"; \
 	while squeue -h -j $$job 2>/dev/null | grep -q .; do sleep 2; done; \
 	grep '^verdict:' smoke-ethernet-only-$$job.out || true; \
-	echo "demo: job log smoke-ethernet-only-$$job.out, run folder smoke-runs/$$job/"; \
+	echo "$@: job log smoke-ethernet-only-$$job.out, run folder smoke-runs/$$job/"; \
 	scripts/local-cluster down
 
 # Submit-to-verdict time of a 2-node job on the local Slurm cluster (needs root).

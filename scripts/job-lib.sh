@@ -64,8 +64,8 @@ smoke_init() {
     fi
     SMOKE_MODE=${SMOKE_MODE:-full}
     case $SMOKE_MODE in
-        full|functional) ;;
-        *) echo "smoke: SMOKE_MODE must be 'full' or 'functional', not '$SMOKE_MODE'" >&2; exit 2 ;;
+        full|functional|container-functional) ;;
+        *) echo "smoke: SMOKE_MODE must be 'full', 'functional' or 'container-functional', not '$SMOKE_MODE'" >&2; exit 2 ;;
     esac
     if (( SLURM_NNODES < min_nodes || SLURM_NNODES > max_nodes )); then
         echo "smoke: $SMOKE_PRESET supports $min_nodes to $max_nodes nodes; this job has $SLURM_NNODES" >&2
@@ -97,7 +97,7 @@ smoke_init() {
     export SMOKE_PRESET SMOKE_ROOT SMOKE_MODE SMOKE_OUT MASTER_ADDR MASTER_PORT
     # Steps need a PATH even though --export=NONE gave the batch shell none to export.
     export PATH=${PATH:-/usr/local/bin:/usr/bin:/bin}
-    SMOKE_CONTAINER_ARGS=()
+    SMOKE_CONTAINER_ARGS=() SMOKE_STEP_ENV=()
     declare -p SMOKE_SRUN_ARGS &>/dev/null || SMOKE_SRUN_ARGS=()
     # CPUs for each step's one task: what --exclusive gave on the smallest node of the job
     # (SLURM_JOB_CPUS_PER_NODE reads like "96(x2),64"), not a count hard-coded for one node type.
@@ -121,8 +121,10 @@ smoke_srun_args() {
     SMOKE_SRUN_ARGS=("$@")
 }
 
-# smoke_container IMAGE ARCH: import the image once per job into an arch-named squashfs on shared
-# storage, then let every step start from that file.
+# smoke_container IMAGE ARCH: check the host, import the image once per job into a squashfs in
+# the image cache (shared storage), then let every step start from that file under pyxis.
+# SMOKE_IMAGE replaces IMAGE for a run (a site's own image, the local cluster's stand-in);
+# SMOKE_ARCH_OVERRIDE replaces ARCH (tests only: the verdict says so and cannot PASS on it).
 smoke_container() {
     local image=${SMOKE_IMAGE:-$1} arch=$2  # SMOKE_IMAGE: a site's own build of the same Megatron release
     if [[ $SMOKE_MODE == functional ]]; then
@@ -130,21 +132,190 @@ smoke_container() {
         export SMOKE_PYTHON=${SMOKE_PYTHON:-python3}
         return 0
     fi
+    # The verdict runs on the host, not in the image: the submitted Python (or python3) runs it.
+    SMOKE_VERDICT_PYTHON=${SMOKE_PYTHON:-python3}
     local cache_dir=${SMOKE_IMAGE_CACHE:-$SMOKE_ROOT/.image-cache}
-    local tag=${image##*[:@]}
-    local sqsh=$cache_dir/megatron-$arch-${tag//[^A-Za-z0-9._-]/_}.sqsh
-    mkdir -p "$cache_dir"
-    if [[ ! -s $sqsh ]]; then
-        echo "smoke: importing $image for $arch into $sqsh (one task)"
-        # One task writes the file; every task of a multi-task import would write it at once.
-        srun --kill-on-bad-exit=1 --nodes=1 --ntasks=1 --container-image="$image" \
-            --container-save="$sqsh.partial.sqsh" true
-        mv -f "$sqsh.partial.sqsh" "$sqsh"
+    local record=$SMOKE_OUT/container.tsv host
+    host=$(hostname)
+    local want=${SMOKE_ARCH_OVERRIDE:-$arch}
+    printf 'info\truntime\tpyxis\ninfo\timage\t%s\ninfo\tpreset_arch\t%s\ninfo\tarch\t%s\n' \
+        "$image" "$arch" "$want" > "$record"
+    smoke_container_preflight "$image" "$arch" "$want" "$cache_dir" "$host"
+    smoke_image_cache_name "$image" "$want"
+    local sqsh=$cache_dir/$SMOKE_IMAGE_NAME
+    printf 'info\tsqsh\t%s\n' "$sqsh" >> "$record"
+    if [[ -s $sqsh ]]; then
+        echo "smoke: image cached: $sqsh"
+    else
+        smoke_container_import "$image" "$sqsh"
     fi
     SMOKE_CONTAINER_ARGS=(--container-image="$sqsh"
         --container-mounts="$SMOKE_ROOT:$SMOKE_ROOT:ro,$SMOKE_OUT:$SMOKE_OUT"
-        --no-container-mount-home)
-    export SMOKE_PYTHON=python
+        --no-container-mount-home
+        # enroot's root filesystem is read-only by default; Megatron (core_v0.13.0) compiles its
+        # dataset helpers into the image's source tree at start and exits when it cannot.
+        --container-writable)
+    # Home is not mounted: HOME and the compilers' caches (Triton, TorchInductor, torch
+    # extensions) go to the run folder, set inside the container over whatever the image sets.
+    SMOKE_STEP_ENV=(env "HOME=$SMOKE_OUT/home" "XDG_CACHE_HOME=$SMOKE_OUT/home/.cache"
+        "TRITON_CACHE_DIR=$SMOKE_OUT/home/.triton" "TORCHINDUCTOR_CACHE_DIR=$SMOKE_OUT/home/.inductor"
+        "TORCH_EXTENSIONS_DIR=$SMOKE_OUT/home/.torch_extensions")
+    mkdir -p "$SMOKE_OUT/home"
+    # The image's Python: python3 in container-functional mode, the real image's python otherwise.
+    if [[ $SMOKE_MODE == container-functional ]]; then
+        export SMOKE_PYTHON=python3
+    else
+        export SMOKE_PYTHON=python
+    fi
+}
+
+# smoke_container_fail CHECK DETAIL: a container check failed before any stage: FAIL verdict, stop.
+smoke_container_fail() {
+    printf 'check\t%s\tFAIL\t%s\n' "$1" "${2//$'\n'/ }" >> "$SMOKE_OUT/container.tsv"
+    echo "smoke: container $1: $2" >&2
+    smoke_verdict  # FAIL: with set -e its exit code ends the job here
+    exit 1
+}
+
+smoke_container_pass() {
+    printf 'check\t%s\t%s\t%s\n' "$1" "${3:-PASS}" "${2//$'\n'/ }" >> "$SMOKE_OUT/container.tsv"
+    echo "smoke: container $1: ${3:-PASS} $2"
+}
+
+# smoke_container_preflight IMAGE PRESET_ARCH ARCH CACHE: on the batch host, before any import.
+smoke_container_preflight() {
+    local image=$1 preset_arch=$2 arch=$3 cache_dir=$4 host=$5 machine version options
+    # validator: disable=launch-kill-on-bad-exit -- srun --help starts no step
+    options=$(srun --help 2>&1 || true)
+    if [[ $options != *--container-image* ]]; then
+        smoke_container_fail pyxis "srun has no --container-image option: pyxis is not installed or not \
+listed in plugstack.conf on this cluster. Ask the admins for pyxis (github.com/NVIDIA/pyxis), or test \
+the launch plumbing without a container: SMOKE_MODE=functional"
+    fi
+    smoke_container_pass pyxis "srun lists --container-image"
+    if ! version=$(enroot version 2>/dev/null); then
+        smoke_container_fail enroot "enroot not found on $host (pyxis runs it on every node): install \
+enroot (github.com/NVIDIA/enroot) on the compute nodes"
+    fi
+    smoke_container_pass enroot "enroot $version on $host"
+    machine=$(uname -m)
+    case $machine in amd64) machine=x86_64 ;; arm64) machine=aarch64 ;; esac
+    if [[ $arch != "$preset_arch" ]]; then
+        smoke_container_pass arch "SMOKE_ARCH_OVERRIDE=$arch replaces the preset's $preset_arch: this run \
+does not show that the $preset_arch image works" WARN
+    fi
+    if [[ $machine != "$arch" ]]; then
+        smoke_container_fail arch "node $host is $machine, the image is for $arch: submit to $arch nodes \
+(-p PARTITION or --constraint), or choose the preset for this hardware"
+    fi
+    [[ $arch != "$preset_arch" ]] || smoke_container_pass arch "node $machine, image $arch"
+    if ! mkdir -p "$cache_dir"; then
+        smoke_container_fail cache "cannot create the image cache $cache_dir: set SMOKE_IMAGE_CACHE to a \
+writable folder on shared storage"
+    fi
+    case $image in
+        /*|./*|../*)
+            if [[ ! -f $image ]]; then
+                smoke_container_fail image "image not found: $image does not exist on $host; local \
+images must be on storage every node sees"
+            fi
+            local magic
+            magic=$(head -c 4 "$image" || true)
+            if [[ $magic != hsqs ]]; then
+                smoke_container_fail image "$image is not a squashfs image (enroot import or mksquashfs makes one)"
+            fi
+            ;;
+        *)
+            # enroot reads registry tokens from this netrc file, and only when it is private.
+            local creds=${ENROOT_CONFIG_PATH:-${XDG_CONFIG_HOME:-$HOME/.config}/enroot}/.credentials mode
+            if [[ -e $creds ]]; then
+                mode=$(stat -L -c %a "$creds")
+                if [[ ! -O $creds || $mode != [46]00 ]]; then
+                    smoke_container_fail credentials "$creds must be yours and mode 0600 (it is $mode): chmod 600 $creds"
+                fi
+                smoke_container_pass credentials "$creds (mode $mode)"
+            else
+                smoke_container_pass credentials "no $creds: anonymous pull (public images only); for a private \
+registry add 'machine REGISTRY login USER password TOKEN' there, mode 0600"
+            fi
+            ;;
+    esac
+    # Enough room for one more image, unless it is already cached.
+    local need_gib=${SMOKE_IMAGE_CACHE_MIN_GIB:-40} free_gib
+    if [[ -f $image ]]; then
+        need_gib=$(( $(stat -c %s "$image") / 2**30 + 1 ))
+    fi
+    free_gib=$(df -P -k "$cache_dir" | awk 'NR == 2 { print int($4 / 2^20) }' || true)
+    free_gib=${free_gib:-0}
+    if (( free_gib < need_gib )); then
+        smoke_container_fail cache "$cache_dir has $free_gib GiB free, an import needs about $need_gib GiB: \
+free space or set SMOKE_IMAGE_CACHE (and SMOKE_IMAGE_CACHE_MIN_GIB for a smaller image)"
+    fi
+    smoke_container_pass cache "$cache_dir: $free_gib GiB free"
+}
+
+# smoke_image_cache_name IMAGE ARCH: sets SMOKE_IMAGE_NAME, the cache file's name, keyed by more
+# than the tag: the whole reference (registry, path, tag or digest), for a local file also its size
+# and modification time.
+smoke_image_cache_name() {
+    local image=$1 arch=$2 key tag hash
+    key=$image
+    if [[ -f $image ]]; then
+        key+=" $(stat -L -c '%s %Y' "$image")"
+    fi
+    tag=${image##*[:@/]}
+    tag=${tag%.sqsh}
+    hash=$(sha256sum <<< "$key")
+    SMOKE_IMAGE_NAME=megatron-$arch-${tag//[^A-Za-z0-9._-]/_}-${hash:0:12}.sqsh
+}
+
+# smoke_container_import IMAGE SQSH: one task imports and saves to a name no other job uses; only
+# a complete squashfs is linked into place (atomic; a job that got there first keeps its file).
+smoke_container_import() {
+    local image=$1 sqsh=$2 partial status log=$SMOKE_OUT/import.log
+    partial=${sqsh%.sqsh}.partial-$SLURM_JOB_ID-$$.sqsh
+    echo "smoke: importing $image into $sqsh (one task; log $log)"
+    set +e
+    # One task writes the file; every task of a multi-task import would write it at once.
+    srun --kill-on-bad-exit=1 --nodes=1 --ntasks=1 --container-image="$image" \
+        --container-save="${sqsh%.sqsh}.partial-$SLURM_JOB_ID-$$.sqsh" --no-container-mount-home true > "$log" 2>&1
+    status=$?
+    set -e
+    if [[ -n ${SMOKE_SIGNALLED:-} ]] || { (( status == 0 )) && ! unsquashfs -s "$partial" >/dev/null 2>&1; }; then
+        rm -f "$partial"
+        smoke_container_fail import "the import was cut off (${SMOKE_SIGNALLED:-the saved squashfs \
+is incomplete}); the partial file was removed and nothing half-written is used: submit again, and give \
+the job more time (--time) if the import is slow"
+    fi
+    if (( status != 0 )); then
+        rm -f "$partial"
+        smoke_import_failure "$image" "$log"
+        smoke_container_fail import "$SMOKE_IMPORT_FAILURE"
+    fi
+    ln "$partial" "$sqsh" 2>/dev/null || echo "smoke: another job saved $sqsh first; using it"
+    rm -f "$partial"
+    smoke_container_pass import "$image saved to $sqsh"
+}
+
+# smoke_import_failure IMAGE LOG: sets SMOKE_IMPORT_FAILURE: why an import failed, and what to do,
+# from enroot's messages.
+smoke_import_failure() {
+    local image=$1 log=$2 last
+    last=$(grep -i -m1 -E 'error|denied|not found|no such' "$log" || true)
+    [[ -n $last ]] || last=$(tail -n1 "$log")
+    if grep -q -i -E '401|403|unauthorized|denied' "$log"; then
+        SMOKE_IMPORT_FAILURE="pull denied for $image: put a token for its registry in enroot's credentials file \
+(~/.config/enroot/.credentials: machine REGISTRY login USER password TOKEN, mode 0600) and check the \
+name (registry#path:tag). enroot said: $last"
+    elif grep -q -i -E '404|not found|manifest unknown|no such file' "$log"; then
+        SMOKE_IMPORT_FAILURE="image not found: $image (check the name as registry#path:tag; a '/' after the registry \
+makes enroot ask Docker Hub). enroot said: $last"
+    elif grep -q -i 'no space left' "$log"; then
+        SMOKE_IMPORT_FAILURE="no space left while importing $image: free space in the image cache or enroot's cache and \
+data folders. enroot said: $last"
+    else
+        SMOKE_IMPORT_FAILURE="the import of $image failed (exit code of srun, log $log): $last"
+    fi
 }
 
 # smoke_wandb: wandb only when a key is available on the compute node; the key is never printed.
@@ -202,7 +373,7 @@ smoke_stage() {
     # shellcheck disable=SC2312  # srun's status is read from PIPESTATUS right after
     srun --kill-on-bad-exit=1 --wait="${SMOKE_STEP_GRACE:-30}" --ntasks-per-node=1 \
         --cpus-per-task="${SLURM_CPUS_PER_TASK:-$SMOKE_CPUS_PER_NODE}" --label \
-        "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}" "$@" 2>&1 \
+        "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}" "${SMOKE_STEP_ENV[@]}" "$@" 2>&1 \
         | tee -a "$SMOKE_OUT/$name.log"
     status=${PIPESTATUS[0]}
     set -e
@@ -252,7 +423,7 @@ smoke_stop_if_signalled() {
 
 # smoke_verdict: combine every stage's result into verdict.json and print the table.
 smoke_verdict() {
-    local python=python3
+    local python=${SMOKE_VERDICT_PYTHON:-python3}
     if [[ $SMOKE_MODE == functional ]]; then
         python=$SMOKE_PYTHON
     fi

@@ -146,8 +146,26 @@ def check_writable(folder: str):
     return free > 1, f"{folder} writable, {free:.0f} GiB free"
 
 
+def check_image_writable(mode: str):
+    """In a container: Megatron (core_v0.13.0) compiles its dataset helpers into the image's source
+    tree at start, and enroot mounts the image read-only unless pyxis gets --container-writable."""
+    if mode == "functional":
+        return None, "no container in functional mode"
+    tree = os.path.join(os.environ.get("MEGATRON_DIR", "/usr/src/app/megatron-lm"), "megatron", "core", "datasets")
+    if not os.path.isdir(tree):
+        return None, f"{tree} not in this image"
+    try:
+        with tempfile.NamedTemporaryFile(dir=tree):
+            pass
+    except OSError as exc:
+        return False, (f"cannot write into the image's {tree} ({exc.strerror}): Megatron builds its helpers "
+                       "there; start the container writable (pyxis --container-writable)")
+    return True, f"{tree} writable"
+
+
 def main() -> int:
-    functional = os.environ.get("SMOKE_MODE") == "functional"
+    mode = os.environ.get("SMOKE_MODE", "full")
+    functional = mode in ("functional", "container-functional")
     host = socket.gethostname()
     out = os.environ["SMOKE_OUT"]
     checks = {
@@ -159,6 +177,7 @@ def main() -> int:
                                os.environ.get("SMOKE_LINK_LAYER", "InfiniBand")),
         "locked_memory": check_memlock(int(os.environ.get("SMOKE_IB_PORTS", "0")) > 0, functional),
         "output_folder": check_writable(out),
+        "image_writable": check_image_writable(mode),
     }
     failed = False
     report = {"host": host, "node_id": os.environ.get("SLURM_NODEID"), "checks": {}}

@@ -85,7 +85,7 @@ def nccl_networks(log_text: str) -> set[str]:
 def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[tuple[str, str, str]]:
     rows = []
     expect = manifest.get("expectations") or {}
-    if mode == "functional":
+    if mode in FUNCTIONAL_MODES:
         # CPU processes share a few cores: timings show the plumbing works, nothing about speed.
         rows.append(("probe", "PASS", f"{probe['world_size']} ranks over gloo; speed and stragglers not judged on CPU"))
         return rows
@@ -119,8 +119,19 @@ def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[t
     return rows
 
 
+FUNCTIONAL_MODES = ("functional", "container-functional")  # CPU, gloo, the small loop; with or without pyxis
+# pyxis' own error lines (a container that did not start), not the step's program failing inside it
+_PYXIS_ERROR = re.compile(r"slurmstepd(?:-(\S+))?: error: pyxis: (?!child \d+ failed)(?!printing enroot log)(.+)")
+
+
 def failure_cause(log_text: str) -> str | None:
     """Why a stage's torchrun failed, in one line, from its log; None when the log does not say."""
+    match = _PYXIS_ERROR.search(log_text)
+    if match:
+        host, message = match.groups()
+        return (f"the container did not start on {host or 'a node'} (pyxis: {message.strip()[:300]}); the image "
+                "(SMOKE_IMAGE or the preset's) may be broken or not a root filesystem: enroot's own lines "
+                "follow pyxis' in this stage's log")
     if "RendezvousTimeoutError" in log_text:
         timeout = os.environ.get("SMOKE_RDZV_TIMEOUT", "300")
         return (f"the rendezvous did not form: not every node's torchrun joined within SMOKE_RDZV_TIMEOUT "
@@ -272,6 +283,28 @@ def _megatron(run_dir: str, expectations: dict) -> list:
     return judge_training(parse_training_log(text), minimum)
 
 
+def read_container(run_dir: str) -> tuple[dict | None, list[tuple[str, str, str]]]:
+    """The container the job used (runtime, image, arch) and the host checks made before any
+    import, from container.tsv (written by smoke_container); (None, []) without a container."""
+    text = read_text(os.path.join(run_dir, "container.tsv"))
+    if text is None:
+        return None, []
+    info, rows = {}, []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if fields[0] == "info" and len(fields) == 3:
+            info[fields[1]] = fields[2]
+        elif fields[0] == "check" and len(fields) == 4:
+            rows.append((f"container {fields[1]}", fields[2], fields[3]))
+    if info.get("arch") and info.get("preset_arch") and info["arch"] != info["preset_arch"]:
+        info["arch_override"] = f"{info['preset_arch']} -> {info['arch']}"
+    return info, rows
+
+
+def _container(run_dir: str) -> list:
+    return read_container(run_dir)[1]
+
+
 def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, str, str]]:
     """Every section judged on its own: a file that is truncated, foreign or not a file at all
     fails its section with the reason, and the others are still judged."""
@@ -281,6 +314,7 @@ def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, s
         manifest = {}
     expectations = manifest.get("expectations") if isinstance(manifest.get("expectations"), dict) else {}
     stages: dict = {}
+    _section(rows, "container.tsv", _container, run_dir)
     _section(rows, "stages.txt", _stages, run_dir, stages)
     _section(rows, "signalled", _signalled, run_dir)
     for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
@@ -295,7 +329,7 @@ def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, s
     if stopped is not None:
         rows.append(("training", "WARN", f"not run: SMOKE_STOP_AFTER={stopped.strip()[:40]} stopped the job after that stage"))
         return rows
-    if mode == "functional":
+    if mode in FUNCTIONAL_MODES:
         _section(rows, "ranks", _functional, run_dir)
     else:
         _section(rows, "training", _megatron, run_dir, expectations)
@@ -362,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--preset", required=True)
-    parser.add_argument("--mode", choices=("full", "functional"), default="full")
+    parser.add_argument("--mode", choices=("full",) + FUNCTIONAL_MODES, default="full")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.run_dir):
         print(f"verdict: no run folder {args.run_dir}", file=sys.stderr)
@@ -381,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
                "job_id": job,
                "checks": [{"check": c, "state": s, "detail": d} for c, s, d in rows],
                "suspects": suspects}
+    try:
+        container = read_container(args.run_dir)[0]
+    except Unreadable:
+        container = None  # its FAIL row is already in the checks
+    if container is not None:
+        payload["container"] = container
     path = os.path.join(args.run_dir, "verdict.json")
     try:  # a temporary file of its own, then a rename: a reader never sees half a verdict
         fd, tmp = tempfile.mkstemp(prefix=".verdict-", suffix=".tmp", dir=args.run_dir)

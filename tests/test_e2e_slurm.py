@@ -49,8 +49,8 @@ def cluster():
     subprocess.run([str(ROOT / "scripts" / "local-cluster"), "down"], capture_output=True, timeout=120)
 
 
-def submit(env, preset, nodes, extra="", submit_env=None, script=None, python=sys.executable):
-    exports = f"NONE,SMOKE_MODE=functional,SMOKE_PYTHON={python}{extra}"
+def submit(env, preset, nodes, extra="", submit_env=None, script=None, python=sys.executable, mode="functional"):
+    exports = f"NONE,SMOKE_MODE={mode},SMOKE_PYTHON={python}{extra}"
     proc = subprocess.run(["sbatch", "--parsable", "--nodes", str(nodes), f"--export={exports}",
                            str(script or f"presets/{preset}/train.sbatch")], cwd=ROOT, capture_output=True,
                           text=True, env={**env, **(submit_env or {})}, timeout=60)

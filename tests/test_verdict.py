@@ -209,3 +209,29 @@ def test_any_run_folder_content_still_gives_a_verdict(tmp_path):
     (tmp_path / "verdict.json").unlink()
     (tmp_path / "verdict.json").mkdir()  # even where the verdict cannot be written, it is printed
     assert verdict.main(["--run-dir", str(tmp_path), "--preset", str(ROOT / "presets" / "gh200")]) == 1
+
+
+def test_container_record_and_host_checks(tmp_path):
+    """smoke_container's container.tsv: the image and runtime go into verdict.json, a failed host
+    check fails the job with its advice, an architecture override is visible."""
+    (tmp_path / "container.tsv").write_text(
+        "info\truntime\tpyxis\ninfo\timage\t/images/standin.sqsh\ninfo\tpreset_arch\taarch64\ninfo\tarch\tx86_64\n"
+        "check\tarch\tWARN\tSMOKE_ARCH_OVERRIDE=x86_64 replaces the preset's aarch64\n"
+        "check\tpyxis\tFAIL\tsrun has no --container-image option: pyxis is not installed\n")
+    code, result = judge(tmp_path, mode="container-functional", preset="gh200")
+    assert (code, result["verdict"]) == (1, "FAIL")
+    assert result["container"] == {"runtime": "pyxis", "image": "/images/standin.sqsh", "preset_arch": "aarch64",
+                                   "arch": "x86_64", "arch_override": "aarch64 -> x86_64"}
+    assert {"check": "container pyxis", "state": "FAIL",
+            "detail": "srun has no --container-image option: pyxis is not installed"} in result["checks"]
+
+
+def test_container_that_did_not_start_is_named(tmp_path):
+    (tmp_path / "stages.txt").write_text("preflight 1\n")
+    (tmp_path / "preflight.log").write_text(  # hand-written, in pyxis 0.24.0 wording (pyxis_slurmstepd.c, enroot.c)
+        "slurmstepd-node2: error: pyxis: container start failed with error code: 1\n"
+        "slurmstepd-node2: error: pyxis: printing enroot log file:\n"
+        "slurmstepd-node2: error: pyxis: child 123 failed with error code: 1\n")
+    _, result = judge(tmp_path, mode="container-functional", preset="ethernet-only")
+    stage = next(c for c in result["checks"] if c["check"] == "stage preflight")
+    assert "the container did not start on node2 (pyxis: container start failed with error code: 1)" in stage["detail"]

@@ -1,0 +1,224 @@
+"""Container-functional mode end to end: real pyxis 0.24.0 and enroot 4.1.2 in the local cluster.
+
+`scripts/local-cluster up --pyxis` builds both from their release tarballs; the image is the
+STAND-IN built by scripts/standin-image (Debian's python3 and CPU torch as a squashfs), not the
+ml-containers Megatron image (GPU-only, several GB, needs a registry). The presets' own
+smoke_container and smoke_stage run every stage inside it: import once per job with
+--container-save into the cache, the repository read-only, the run folder writable, the image's
+tree writable. Test doubles, each named: the stand-in image, a stand-in registry that denies every
+pull, fake GPUs (GRES files). Needs root; under CI a missing cluster is a failure, not a skip.
+"""
+import http.server
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_e2e_slurm import MANIFESTS, submit, wait
+
+pytestmark = pytest.mark.slurm
+ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine(), platform.machine())
+CONF = "/run/smoke-cluster/slurm.conf"
+
+
+@pytest.fixture(scope="module")
+def pyxis_cluster(tmp_path_factory):
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("end-to-end tests need root under CI")
+        pytest.skip("end-to-end tests need root (they start slurmctld, slurmd and munge, and pyxis)")
+    start = time.monotonic()
+    up = subprocess.run([str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "2", "--pyxis"],
+                        capture_output=True, text=True, timeout=600)
+    assert up.returncode == 0, up.stdout + up.stderr
+    print(f"\ncluster with pyxis up in {time.monotonic() - start:.0f} s: {up.stdout.splitlines()[-2]}")
+    start = time.monotonic()
+    image = subprocess.run([str(ROOT / "scripts" / "standin-image")], capture_output=True, text=True, timeout=300)
+    assert image.returncode == 0, image.stderr
+    print(f"stand-in image in {time.monotonic() - start:.0f} s: {image.stderr.strip()}")
+    cache = tmp_path_factory.mktemp("image-cache")  # shared by the module's jobs, as on shared storage
+    yield {"env": {**os.environ, "SLURM_CONF": CONF}, "image": image.stdout.strip(), "cache": cache}
+    subprocess.run([str(ROOT / "scripts" / "local-cluster"), "down"], capture_output=True, timeout=120)
+
+
+def run_job(cluster, preset, extra="", image=None, cache=None, env=None, timeout=300):
+    image = image or cluster["image"]
+    job = submit(env or cluster["env"], preset, 2, mode="container-functional",
+                 extra=f",SMOKE_IMAGE={image},SMOKE_IMAGE_CACHE={cache or cluster['cache']}{extra}")
+    return job
+
+
+def verdict_of(job):
+    return json.loads((ROOT / "smoke-runs" / job / "verdict.json").read_text())
+
+
+def check(verdict, name):
+    return next(c for c in verdict["checks"] if c["check"] == name)
+
+
+@pytest.mark.parametrize("preset", list(MANIFESTS))
+def test_preset_in_container_on_two_nodes(pyxis_cluster, preset):
+    arch = MANIFESTS[preset]["topology"]["arch"]
+    override = f",SMOKE_ARCH_OVERRIDE={ARCH}" if arch != ARCH else ""
+    job = run_job(pyxis_cluster, preset, extra=override)
+    state, exit_code, took = wait(pyxis_cluster["env"], job)
+    print(f"{preset}: {state} in {took:.0f} s")
+    verdict = verdict_of(job)
+    assert (state, exit_code) == ("COMPLETED", "0:0"), verdict
+    assert verdict["mode"] == "container-functional"
+    assert verdict["container"]["runtime"] == "pyxis" and verdict["container"]["image"] == pyxis_cluster["image"]
+    if override:  # the override is visible, and a run on it cannot PASS
+        assert verdict["verdict"] == "WARN", verdict
+        assert verdict["container"]["arch_override"] == f"{arch} -> {ARCH}"
+        assert "SMOKE_ARCH_OVERRIDE" in check(verdict, "container arch")["detail"]
+    else:
+        assert verdict["verdict"] == "PASS", verdict
+    run = ROOT / "smoke-runs" / job
+    ranks = [json.loads(p.read_text()) for p in sorted((run / "functional").glob("rank-*.json"))]
+    assert len(ranks) == 2 * MANIFESTS[preset]["topology"]["gpu"]["per_node"]
+    assert {r["host"] for r in ranks} == {"node1", "node2"}
+    # Every node wrote into the image's own tree (Megatron builds its helpers there): writable.
+    for host in ("node1", "node2"):
+        report = json.loads((run / "preflight" / f"{host}.json").read_text())
+        assert report["checks"]["image_writable"]["state"] == "PASS", report
+    assert (run / "home").is_dir()
+
+
+def test_image_is_read_only_without_container_writable(pyxis_cluster):
+    """The mechanism behind --container-writable in smoke_container (enroot remounts the root
+    filesystem read-only unless ENROOT_ROOTFS_WRITABLE, which pyxis sets from the flag)."""
+    target = "/usr/src/app/megatron-lm/megatron/core/datasets/probe"
+    base = ["srun", "-N1", f"--container-image={pyxis_cluster['image']}", "--no-container-mount-home"]
+    ro = subprocess.run(base + ["touch", target], capture_output=True, text=True, env=pyxis_cluster["env"],
+                        timeout=120)
+    assert ro.returncode != 0 and "Read-only file system" in ro.stderr, ro.stderr
+    rw = subprocess.run(base[:1] + ["--container-writable"] + base[1:] + ["sh", "-c", f"touch {target} && echo wrote"],
+                        capture_output=True, text=True, env=pyxis_cluster["env"], timeout=120)
+    assert rw.returncode == 0 and "wrote" in rw.stdout, rw.stderr
+
+
+def assert_fails_with(job, env, check_name, *words):
+    state, _, took = wait(env, job, timeout=240)
+    verdict = verdict_of(job)
+    assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
+    detail = check(verdict, check_name)
+    assert detail["state"] == "FAIL", verdict
+    for word in words:
+        assert word in detail["detail"], detail
+    return verdict, took
+
+
+def test_pyxis_missing(pyxis_cluster, tmp_path):
+    """The same cluster seen through a slurm.conf without pyxis in its plugstack: srun has no
+    --container-image, so the job stops before any import and says what to do."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("".join(line for line in Path(CONF).read_text().splitlines(keepends=True)
+                            if not line.startswith("PlugStackConfig")))
+    conf.chmod(0o644)
+    job = run_job(pyxis_cluster, "ethernet-only", extra=f",SLURM_CONF={conf}")
+    verdict, _ = assert_fails_with(job, pyxis_cluster["env"], "container pyxis", "pyxis is not installed",
+                                   "SMOKE_MODE=functional")
+    assert not (ROOT / "smoke-runs" / job / "import.log").exists()
+
+
+def test_wrong_architecture(pyxis_cluster):
+    other = next((name for name, m in MANIFESTS.items() if m["topology"]["arch"] != ARCH), None)
+    assert other, "no preset for another architecture"
+    job = run_job(pyxis_cluster, other)
+    verdict, _ = assert_fails_with(job, pyxis_cluster["env"], "container arch", f"is {ARCH}", "submit to")
+    assert not (ROOT / "smoke-runs" / job / "import.log").exists()
+
+
+def test_image_not_found(pyxis_cluster, tmp_path):
+    job = run_job(pyxis_cluster, "ethernet-only", image=tmp_path / "no-such-image.sqsh")
+    assert_fails_with(job, pyxis_cluster["env"], "container image", "image not found")
+
+
+class DenyingRegistry(http.server.BaseHTTPRequestHandler):
+    """Test double of a private registry: every request needs a token, and no token is granted."""
+
+    def _deny(self):
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", f'Bearer realm="http://{self.server.server_address[0]}:'
+                                             f'{self.server.server_address[1]}/token",service="stand-in"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_HEAD = _deny
+
+    def log_message(self, *args):
+        pass
+
+
+def test_pull_denied(pyxis_cluster):
+    server = http.server.ThreadingHTTPServer(("10.77.0.1", 0), DenyingRegistry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        image = f"10.77.0.1:{server.server_address[1]}#private/megatron:tag"
+        job = run_job(pyxis_cluster, "ethernet-only", image=image)
+        assert_fails_with(job, pyxis_cluster["env"], "container import", "pull denied", ".credentials")
+    finally:
+        server.shutdown()
+
+
+def test_import_cut_off(pyxis_cluster, tmp_path):
+    """The import's squashfs writer dies mid-write: the half-written file is never used."""
+    cache = tmp_path / "cache"
+    job = run_job(pyxis_cluster, "ethernet-only", cache=cache)
+    deadline = time.monotonic() + 120
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmdline and cmdline[0].endswith(b"mksquashfs") and any(b".partial-" + job.encode() in a for a in cmdline):
+                victim = int(pid)
+                break
+        time.sleep(0.1)
+    assert victim, "the import never started writing"
+    os.kill(victim, signal.SIGKILL)
+    assert_fails_with(job, pyxis_cluster["env"], "container import", "partial file was removed")
+    assert not list(cache.glob("*.sqsh")), "a half-written image was left in the cache"
+
+
+def test_container_start_failure(pyxis_cluster, tmp_path):
+    """An image that is a squashfs but no root filesystem: imported, then no stage can start in it."""
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "empty").mkdir(parents=True)
+    image = tmp_path / "not-a-rootfs.sqsh"
+    subprocess.run(["mksquashfs", str(rootfs), str(image), "-quiet", "-no-progress"], check=True,
+                   capture_output=True)
+    job = run_job(pyxis_cluster, "ethernet-only", image=image, cache=tmp_path / "cache")
+    state, _, _ = wait(pyxis_cluster["env"], job, timeout=240)
+    verdict = verdict_of(job)
+    assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
+    failed = [c for c in verdict["checks"] if c["state"] == "FAIL"]
+    assert any("did not start" in c["detail"] or "container" in c["check"] for c in failed), verdict
+    print(failed[0])
+
+
+def test_two_jobs_share_the_cache(pyxis_cluster, tmp_path):
+    """Two jobs start at once on an empty cache: each imports to its own partial file, only a
+    complete squashfs is linked into place, both run from the one cached file."""
+    cache = tmp_path / "cache"
+    env = pyxis_cluster["env"]
+    jobs = [submit(env, "ethernet-only", 1, mode="container-functional",
+                   extra=f",SMOKE_IMAGE={pyxis_cluster['image']},SMOKE_IMAGE_CACHE={cache}") for _ in range(2)]
+    for job in jobs:
+        state, exit_code, took = wait(env, job)
+        assert (state, exit_code) == ("COMPLETED", "0:0"), verdict_of(job)
+        assert verdict_of(job)["verdict"] == "PASS"
+    files = sorted(p.name for p in cache.iterdir())
+    assert len(files) == 1 and ".partial-" not in files[0], files
+    sqsh = {verdict_of(job)["container"]["sqsh"] for job in jobs}
+    assert sqsh == {str(cache / files[0])}
