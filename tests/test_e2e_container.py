@@ -27,6 +27,9 @@ from test_e2e_slurm import MANIFESTS, submit, wait
 pytestmark = pytest.mark.slurm
 ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine(), platform.machine())
 CONF = "/run/smoke-cluster/slurm.conf"
+# Each container start unpacks the ~600 MB stand-in (enroot create): on this shared 2-core machine
+# under load a 2-node job took 5 minutes.
+JOB_TIMEOUT = 900
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,7 @@ def pyxis_cluster(tmp_path_factory):
     subprocess.run([str(ROOT / "scripts" / "local-cluster"), "down"], capture_output=True, timeout=120)
 
 
-def run_job(cluster, preset, extra="", image=None, cache=None, env=None, timeout=300):
+def run_job(cluster, preset, extra="", image=None, cache=None, env=None):
     image = image or cluster["image"]
     job = submit(env or cluster["env"], preset, 2, mode="container-functional",
                  extra=f",SMOKE_IMAGE={image},SMOKE_IMAGE_CACHE={cache or cluster['cache']}{extra}")
@@ -69,7 +72,7 @@ def test_preset_in_container_on_two_nodes(pyxis_cluster, preset):
     arch = MANIFESTS[preset]["topology"]["arch"]
     override = f",SMOKE_ARCH_OVERRIDE={ARCH}" if arch != ARCH else ""
     job = run_job(pyxis_cluster, preset, extra=override)
-    state, exit_code, took = wait(pyxis_cluster["env"], job)
+    state, exit_code, took = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
     print(f"{preset}: {state} in {took:.0f} s")
     verdict = verdict_of(job)
     assert (state, exit_code) == ("COMPLETED", "0:0"), verdict
@@ -98,15 +101,15 @@ def test_image_is_read_only_without_container_writable(pyxis_cluster):
     target = "/usr/src/app/megatron-lm/megatron/core/datasets/probe"
     base = ["srun", "-N1", f"--container-image={pyxis_cluster['image']}", "--no-container-mount-home"]
     ro = subprocess.run(base + ["touch", target], capture_output=True, text=True, env=pyxis_cluster["env"],
-                        timeout=120)
+                        timeout=JOB_TIMEOUT)
     assert ro.returncode != 0 and "Read-only file system" in ro.stderr, ro.stderr
     rw = subprocess.run(base[:1] + ["--container-writable"] + base[1:] + ["sh", "-c", f"touch {target} && echo wrote"],
-                        capture_output=True, text=True, env=pyxis_cluster["env"], timeout=120)
+                        capture_output=True, text=True, env=pyxis_cluster["env"], timeout=JOB_TIMEOUT)
     assert rw.returncode == 0 and "wrote" in rw.stdout, rw.stderr
 
 
 def assert_fails_with(job, env, check_name, *words):
-    state, _, took = wait(env, job, timeout=240)
+    state, _, took = wait(env, job, timeout=JOB_TIMEOUT)
     verdict = verdict_of(job)
     assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
     detail = check(verdict, check_name)
@@ -199,7 +202,7 @@ def test_container_start_failure(pyxis_cluster, tmp_path):
     subprocess.run(["mksquashfs", str(rootfs), str(image), "-quiet", "-no-progress"], check=True,
                    capture_output=True)
     job = run_job(pyxis_cluster, "ethernet-only", image=image, cache=tmp_path / "cache")
-    state, _, _ = wait(pyxis_cluster["env"], job, timeout=240)
+    state, _, _ = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
     verdict = verdict_of(job)
     assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
     failed = [c for c in verdict["checks"] if c["state"] == "FAIL"]
@@ -215,7 +218,7 @@ def test_two_jobs_share_the_cache(pyxis_cluster, tmp_path):
     jobs = [submit(env, "ethernet-only", 1, mode="container-functional",
                    extra=f",SMOKE_IMAGE={pyxis_cluster['image']},SMOKE_IMAGE_CACHE={cache}") for _ in range(2)]
     for job in jobs:
-        state, exit_code, took = wait(env, job)
+        state, exit_code, took = wait(env, job, timeout=JOB_TIMEOUT)
         assert (state, exit_code) == ("COMPLETED", "0:0"), verdict_of(job)
         assert verdict_of(job)["verdict"] == "PASS"
     files = sorted(p.name for p in cache.iterdir())
