@@ -12,7 +12,6 @@ import http.server
 import json
 import os
 import platform
-import shutil
 import signal
 import subprocess
 import threading
@@ -119,16 +118,18 @@ def assert_fails_with(job, env, check_name, *words):
     return verdict, took
 
 
-def test_pyxis_missing(pyxis_cluster, tmp_path):
-    """The same cluster seen through a slurm.conf without pyxis in its plugstack: srun has no
-    --container-image, so the job stops before any import and says what to do."""
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("".join(line for line in Path(CONF).read_text().splitlines(keepends=True)
-                            if not line.startswith("PlugStackConfig")))
-    conf.chmod(0o644)
-    job = run_job(pyxis_cluster, "ethernet-only", extra=f",SLURM_CONF={conf}")
-    verdict, _ = assert_fails_with(job, pyxis_cluster["env"], "container pyxis", "pyxis is not installed",
-                                   "SMOKE_MODE=functional")
+def test_pyxis_missing(pyxis_cluster):
+    """pyxis taken out of the cluster's plugstack.conf for one job (srun reads it at every start):
+    srun has no --container-image, so the job stops before any import and says what to do."""
+    plugstack = Path(CONF).parent / "plugstack.conf"
+    loaded = plugstack.read_text()
+    plugstack.write_text("")
+    try:
+        job = run_job(pyxis_cluster, "ethernet-only")
+        assert_fails_with(job, pyxis_cluster["env"], "container pyxis", "pyxis is not installed",
+                          "SMOKE_MODE=functional")
+    finally:
+        plugstack.write_text(loaded)
     assert not (ROOT / "smoke-runs" / job / "import.log").exists()
 
 
