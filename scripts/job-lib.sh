@@ -400,13 +400,14 @@ smoke_stage() {
 # runs it only when the probe failed or its per-node figures disagree; always; never. It writes
 # localize.json and never fails the job itself: the verdict judges.
 smoke_localize() {
-    local python=python3
+    local python=${SMOKE_VERDICT_PYTHON:-python3}
     if [[ $SMOKE_MODE == functional ]]; then
         python=$SMOKE_PYTHON
     fi
     SMOKE_STEP_ARGS=$(printf '%s\n' "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}")
     export SMOKE_STEP_ARGS
-    "$python" "$SMOKE_ROOT/scripts/localize.py" drive --out "$SMOKE_OUT" --mode "$SMOKE_MODE" \
+    # container-functional is judged as functional (CPU); its steps carry the container arguments.
+    "$python" "$SMOKE_ROOT/scripts/localize.py" drive --out "$SMOKE_OUT" --mode "${SMOKE_MODE#container-}" \
         --preset "$SMOKE_ROOT/presets/$SMOKE_PRESET" --probe-status "$1" \
         || echo "smoke: localization ended with exit code $?; the verdict says what it has" >&2
 }
