@@ -120,6 +120,36 @@ def test_absolute_expectations_apply_in_full_mode():
     assert "expected >= 700" in suspects["node0"]["reason"]
 
 
+# Recorded on an H200 (device machine, 2026-12-03) by bench/localize_gpu.py: six fresh per-node checks
+# on an idle GPU, and two while a second process shared the GPU (a real slower GPU).
+H200 = json.loads((ROOT / "tests" / "fixtures" / "runtime" / "localize-node-h200-recorded.json").read_text())
+
+
+def test_recorded_h200_healthy_runs_name_nobody():
+    healthy = H200["healthy"]
+    suspects, noise = localize.judge_nodes(list(healthy), healthy, "full", {"gemm_tflops": {"min": 700}})
+    assert suspects == {} and noise < 0.01
+
+
+@pytest.mark.parametrize("label, below", [("neighbour-heavy", 0.5), ("neighbour-light", 0.15)])
+def test_recorded_h200_slower_gpu_is_named_gpu_among_healthy_peers(label, below):
+    nodes = dict(H200["healthy"], **{label: H200["degraded"][label]})
+    suspects, _ = localize.judge_nodes(list(nodes), nodes, "full", {})
+    assert list(suspects) == [label] and suspects[label]["layer"] == "gpu"
+    assert 1 - suspects[label]["figure"] / suspects[label]["peers_median"] > below
+
+
+def test_recorded_h200_a_gpu_6_5_percent_slower_than_its_recorded_peers_is_named():
+    """Together's bad B200 nodes were 6-7 % below their peers: scale one recorded run by 0.935 (its
+    repeats too) and it must be named against the five other recorded runs' noise."""
+    runs = {name: dict(report) for name, report in H200["healthy"].items()}
+    slow = runs["gpu-run1"]
+    slow["gemm_repeats"] = [[v * 0.935 for v in row] for row in slow["gemm_repeats"]]
+    slow["gemm_tflops"] = slow["gemm_tflops"] * 0.935
+    suspects, _ = localize.judge_nodes(list(runs), runs, "full", {})
+    assert list(suspects) == ["gpu-run1"]
+
+
 @pytest.mark.parametrize("when, status, probe, run", [
     ("never", 1, None, False), ("always", 0, {"per_node": {"flagged": {}}}, True),
     ("auto", 0, {"per_node": {"flagged": {}}}, False), ("auto", 0, {"per_node": {"flagged": {"node2": "x"}}}, True),
