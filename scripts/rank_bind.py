@@ -1,0 +1,106 @@
+"""Binds one torchrun rank to the CPUs of its GPU's NUMA node, then runs the rank's program.
+
+torchrun starts it for every local rank (torchrun-node, `--no-python`):
+    rank_bind.py PROGRAM [ARGS...]      ->  exec PYTHON -u PROGRAM ARGS with this rank's CPU affinity
+
+Why: a preset runs one Slurm task per node and torchrun starts every GPU's rank inside it, so
+Slurm's CPU binding (--distribution=block:block) applies to the task, not to each rank: all ranks
+float over every CPU of the node and each GPU's host buffers can sit on the far socket. torchrun's
+own `--numa-binding` appeared in PyTorch 2.9; the pinned image ships 2.6.
+
+What it binds to: the CPUs of the GPU's PCI device (sysfs `local_cpulist`) that the task may use
+(Slurm's cpuset), so a job never widens what Slurm gave it. Nothing is changed, with one line saying
+why, where binding means nothing or cannot be done: one NUMA node with CPUs (a VM, one socket,
+GH200's single Grace), the GPU's NUMA node unknown (-1), or no overlap with the task's CPUs.
+SMOKE_NUMA_BIND=never turns it off. The GPU: the LOCAL_RANK-th entry of CUDA_VISIBLE_DEVICES (Slurm's
+allocation) looked up by nvidia-smi, whose order is the PCI bus order CUDA uses for identical GPUs.
+Standard library only: it runs before any torch import and costs about 50 ms per rank.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+SYSFS = os.environ.get("SMOKE_SYSFS_ROOT", "") or "/"
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """Linux's cpulist format: `0-3,8,10-11`."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def format_cpulist(cpus: set[int]) -> str:
+    ranges, ordered = [], sorted(cpus)
+    for cpu in ordered:
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
+
+
+def sysfs(path: str) -> str:
+    with open(os.path.join(SYSFS, path.lstrip("/")), encoding="ascii") as handle:
+        return handle.read().strip()
+
+
+def numa_nodes_with_cpus() -> int:
+    nodes = glob.glob(os.path.join(SYSFS, "sys/devices/system/node/node[0-9]*/cpulist"))
+    return sum(1 for path in nodes if open(path, encoding="ascii").read().strip())
+
+
+def gpu_bus_id(local_rank: int) -> str:
+    """The sysfs name (`0000:45:00.0`) of this rank's GPU."""
+    visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    selector = visible[local_rank] if local_rank < len(visible) else str(local_rank)
+    out = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", selector.strip()],
+                         capture_output=True, text=True, timeout=30, check=True).stdout.strip().splitlines()[0]
+    domain, _, rest = out.strip().lower().partition(":")
+    return f"{domain[-4:]}:{rest}"  # nvidia-smi prints an 8-digit domain, sysfs a 4-digit one
+
+
+def plan(local_rank: int, allowed: set[int]) -> tuple[set[int] | None, str]:
+    """The CPUs to bind this rank to (None: leave it), and a line saying what and why."""
+    if os.environ.get("SMOKE_NUMA_BIND", "auto") == "never":
+        return None, "SMOKE_NUMA_BIND=never: not binding"
+    if numa_nodes_with_cpus() < 2:
+        return None, "one NUMA node with CPUs: nothing to bind"
+    try:
+        bus = gpu_bus_id(local_rank)
+        numa = int(sysfs(f"/sys/bus/pci/devices/{bus}/numa_node"))
+        local = parse_cpulist(sysfs(f"/sys/bus/pci/devices/{bus}/local_cpulist"))
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError) as exc:
+        return None, f"GPU of local rank {local_rank} not found ({exc}): not binding"
+    if numa < 0:
+        return None, f"GPU {bus}: NUMA node unknown: not binding"
+    cpus = local & allowed
+    if not cpus:
+        return None, (f"GPU {bus} on NUMA node {numa} (CPUs {format_cpulist(local)}) has none of this task's CPUs "
+                      f"({format_cpulist(allowed)}): not binding; give the job whole nodes (--exclusive)")
+    return cpus, f"GPU {bus} NUMA node {numa}: CPUs {format_cpulist(cpus)}"
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print("usage: rank_bind.py PROGRAM [ARGS...]", file=sys.stderr)
+        return 2
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cpus, line = plan(local_rank, os.sched_getaffinity(0))
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    if local_rank == 0 or cpus is not None:
+        print(f"rank-bind: local rank {local_rank}: {line}", file=sys.stderr, flush=True)
+    os.execv(sys.executable, [sys.executable, "-u"] + argv)  # as torchrun itself starts a rank
+    return 3  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
