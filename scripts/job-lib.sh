@@ -149,7 +149,11 @@ smoke_container() {
     else
         smoke_container_import "$image" "$sqsh"
     fi
-    SMOKE_CONTAINER_ARGS=(--container-image="$sqsh"
+    # One root filesystem per node for the whole job: the first step unpacks the image, later steps
+    # (and localization's) reuse it; an unnamed container is unpacked again for every step, minutes
+    # for the Megatron image. The job id keeps another job's container (global scope) from being reused.
+    SMOKE_CONTAINER_NAME=smoke-$SLURM_JOB_ID
+    SMOKE_CONTAINER_ARGS=(--container-image="$sqsh" --container-name="$SMOKE_CONTAINER_NAME"
         --container-mounts="$SMOKE_ROOT:$SMOKE_ROOT:ro,$SMOKE_OUT:$SMOKE_OUT"
         --no-container-mount-home
         # enroot's root filesystem is read-only by default; Megatron (core_v0.13.0) compiles its
@@ -287,6 +291,14 @@ smoke_container_import() {
 is incomplete}); the partial file was removed and nothing half-written is used: submit again, and give \
 the job more time (--time) if the import is slow"
     fi
+    if (( status != 0 )) && grep -q 'pyxis: container start failed' "$log"; then
+        # The image was read (a registry pull or a local squashfs) but no process starts in it.
+        rm -f "$partial"
+        local said
+        said=$(sed -n 's/.*pyxis:   *//p' "$log" | head -n1 || true)  # enroot's own line, as pyxis prints it
+        smoke_container_fail start "the container did not start from $image: $said. The image must be a root filesystem with /bin/sh and python3 (unsquashfs -l \
+IMAGE lists it); if it is, check enroot's hooks and ENROOT_* settings on the node (log $log)"
+    fi
     if (( status != 0 )); then
         rm -f "$partial"
         smoke_import_failure "$image" "$log"
@@ -422,8 +434,22 @@ smoke_stop_if_signalled() {
     fi
 }
 
+# smoke_container_remove: the job's named container off every node. pyxis removes it itself only
+# under container_scope=job; its default scope (global) keeps it, a whole unpacked image per node.
+# Both names pyxis gives it are tried: pyxis_NAME (global) and pyxis_JOBID_NAME (job scope).
+smoke_container_remove() {
+    [[ -n ${SMOKE_CONTAINER_NAME:-} ]] || return 0
+    # shellcheck disable=SC2016  # expanded by the step's bash, from its arguments
+    srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${SMOKE_SRUN_ARGS[@]}" bash -c '
+        for name in $(enroot list); do
+            if [[ $name == "pyxis_$1" || $name == "pyxis_${2}_$1" ]]; then enroot remove --force "$name"; fi
+        done' remove "$SMOKE_CONTAINER_NAME" "$SLURM_JOB_ID" > "$SMOKE_OUT/container-remove.log" 2>&1 \
+        || echo "smoke: could not remove container $SMOKE_CONTAINER_NAME from every node (container-remove.log)" >&2
+}
+
 # smoke_verdict: combine every stage's result into verdict.json and print the table.
 smoke_verdict() {
+    smoke_container_remove
     local python=${SMOKE_VERDICT_PYTHON:-python3}
     if [[ $SMOKE_MODE == functional ]]; then
         python=$SMOKE_PYTHON

@@ -24,15 +24,25 @@ MANIFESTS = catalog.manifests(ROOT)  # every preset under presets/, found, not l
 GPUS = {name: m["topology"]["gpu"]["per_node"] for name, m in MANIFESTS.items()}
 
 
+# CI time: a functional-mode "GPU" is a CPU torch process on this 2-core machine. One run per
+# GPUs-per-node count starts the preset's full width; the others start at most this many per node
+# (`--gpus-per-task` on the sbatch command line overrides the preset's, as a user may).
+CI_WIDTH = 2
+
+
 def matrix(manifests=MANIFESTS):
-    """Every preset on 2 nodes; 1 and 3 nodes for the first preset of each GPUs-per-node count. In
-    functional mode presets differ in their script and GPU count, not in the launch path, which the
-    1- and 3-node runs exercise (each run costs ~10 s of CI)."""
+    """(preset, nodes, GPUs per node): every preset on 2 nodes; 1 and 3 nodes for the first preset
+    of each GPUs-per-node count. In functional mode presets differ in their script and GPU count,
+    not in the launch path, which the 1- and 3-node runs exercise. The first preset of each count
+    runs its full width on 2 nodes, every other run at most CI_WIDTH."""
     gpus = {name: m["topology"]["gpu"]["per_node"] for name, m in manifests.items()}
     first = {}
     for name in manifests:
         first.setdefault(gpus[name], name)
-    return [(name, n) for name in manifests for n in ((1, 2, 3) if first[gpus[name]] == name else (2,))]
+    return [(name, n, gpus[name] if (first[gpus[name]] == name and n == 2) else min(gpus[name], CI_WIDTH))
+            for name in manifests for n in ((1, 2, 3) if first[gpus[name]] == name else (2,))]
+
+
 FAKE_KEY = "fake-wandb-key-0123456789abcdef"
 
 
@@ -49,9 +59,11 @@ def cluster():
     subprocess.run([str(ROOT / "scripts" / "local-cluster"), "down"], capture_output=True, timeout=120)
 
 
-def submit(env, preset, nodes, extra="", submit_env=None, script=None, python=sys.executable, mode="functional"):
+def submit(env, preset, nodes, extra="", submit_env=None, script=None, python=sys.executable, mode="functional",
+           gpus=None):
     exports = f"NONE,SMOKE_MODE={mode},SMOKE_PYTHON={python}{extra}"
-    proc = subprocess.run(["sbatch", "--parsable", "--nodes", str(nodes), f"--export={exports}",
+    width = [f"--gpus-per-task={gpus}"] if gpus else []
+    proc = subprocess.run(["sbatch", "--parsable", "--nodes", str(nodes), f"--export={exports}"] + width + [
                            str(script or f"presets/{preset}/train.sbatch")], cwd=ROOT, capture_output=True,
                           text=True, env={**env, **(submit_env or {})}, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -73,13 +85,13 @@ def job_log(preset, job):
     return (ROOT / f"smoke-{preset}-{job}.out").read_text(errors="replace")
 
 
-@pytest.mark.parametrize("preset,nodes", matrix())
-def test_preset_runs_on_n_nodes(cluster, preset, nodes, tmp_path):
+@pytest.mark.parametrize("preset,nodes,width", matrix())
+def test_preset_runs_on_n_nodes(cluster, preset, nodes, width, tmp_path):
     key_file = tmp_path / "wandb_api_key"
     key_file.write_text(FAKE_KEY)
     key_file.chmod(0o600)
     job = submit(cluster, preset, nodes, extra=f",SMOKE_WANDB_KEY_FILE={key_file}",
-                 submit_env={"LOGIN_NODE_ONLY": "leak-probe"})
+                 submit_env={"LOGIN_NODE_ONLY": "leak-probe"}, gpus=None if width == GPUS[preset] else width)
     state, exit_code, _ = wait(cluster, job)
     log = job_log(preset, job)
     assert (state, exit_code) == ("COMPLETED", "0:0"), log[-3000:]
@@ -87,14 +99,14 @@ def test_preset_runs_on_n_nodes(cluster, preset, nodes, tmp_path):
     verdict = json.loads((run / "verdict.json").read_text())
     assert verdict["verdict"] == "PASS", verdict
     ranks = [json.loads(p.read_text()) for p in sorted((run / "functional").glob("rank-*.json"))]
-    assert len(ranks) == nodes * GPUS[preset]
-    assert {r["world_size"] for r in ranks} == {nodes * GPUS[preset]}
+    assert len(ranks) == nodes * width
+    assert {r["world_size"] for r in ranks} == {nodes * width}
     # every rank ran on the node Slurm said: node id -> host, GPUS[preset] ranks each
     by_host = {}
     for r in ranks:
         by_host.setdefault(r["host"], set()).add(r["local_rank"])
         assert r["host"] == f"node{int(r['slurm_nodeid']) + 1}"
-    assert len(by_host) == nodes and all(v == set(range(GPUS[preset])) for v in by_host.values())
+    assert len(by_host) == nodes and all(v == set(range(width)) for v in by_host.values())
     assert "LOGIN_NODE_ONLY" not in ranks[0]["environ_keys"]
     assert "wandb on" in log
     logs = [log] + [p.read_text(errors="replace") for p in run.rglob("*") if p.is_file()]
@@ -102,7 +114,7 @@ def test_preset_runs_on_n_nodes(cluster, preset, nodes, tmp_path):
 
 
 def test_killed_rank_fails_the_job_fast(cluster):
-    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000")
+    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000", gpus=CI_WIDTH)
     deadline = time.monotonic() + 120
     victim = None
     while victim is None and time.monotonic() < deadline:
@@ -222,7 +234,7 @@ def test_failed_node_ends_the_job_fast_and_still_leaves_a_verdict(cluster):
     """Every process of node2 (slurmd, slurmstepd, its ranks) is killed mid-run, as when a node
     dies: Slurm ends the job (NODE_FAIL) after SlurmdTimeout (30 s on the local cluster), and the
     batch shell on node1 outlives Slurm's SIGTERM long enough to write a FAIL verdict."""
-    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000")
+    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000", gpus=CI_WIDTH)
     run = ROOT / "smoke-runs" / job
     deadline = time.monotonic() + 120
     stages = run / "stages.txt"
