@@ -104,7 +104,7 @@ def node_report(host, gemm=1.0, seen=2, allocated=2, intra=0.5):
 def test_per_node_judgement_names_layer_and_figures():
     nodes = ["node1", "node2", "node3", "node4", "node5"]
     reports = {"node1": node_report("node1"), "node2": node_report("node2", gemm=0.2),
-               "node3": node_report("node3", seen=1), "node5": node_report("node5", intra=0.05)}
+               "node3": node_report("node3", seen=1), "node5": node_report("node5", intra=0.02)}
     suspects, _ = localize.judge_nodes(nodes, reports, "functional", {})
     assert {n: s["layer"] for n, s in suspects.items()} == {
         "node2": "gpu", "node3": "config", "node4": "unresponsive", "node5": "node-link"}
