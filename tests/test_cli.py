@@ -73,6 +73,10 @@ def test_repository_config_sets_release_and_profile(tmp_path):
     (tmp_path / ".validator.toml").write_text("strict = 'yes'\n")
     proc = run_validator(str(script))
     assert proc.returncode == 2 and ".validator.toml: 'strict' must be a bool" in proc.stderr
+    (tmp_path / ".validator.toml").unlink()
+    os.mkfifo(tmp_path / ".validator.toml")  # never opened: a read would block
+    proc = run_validator(str(script))
+    assert proc.returncode == 2 and ".validator.toml: not a regular file" in proc.stderr, proc.stderr
 
 
 def test_usage_errors_exit_2(tmp_path):

@@ -10,6 +10,7 @@ The nearest folder (from the input upwards to the repository root) with either f
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -51,8 +52,6 @@ def _read_toml(path: Path, root: Path) -> dict:
 @lru_cache(maxsize=64)
 def load_config(folder: Path, root: Path) -> Config:
     """The config that applies to a file in `folder` of the repository at `root`."""
-    import os
-
     # Paths as written, not resolved: a linked folder must not lead the search out of the repository.
     here = Path(os.path.abspath(folder))
     stop = Path(os.path.abspath(root))
@@ -70,10 +69,17 @@ def load_config(folder: Path, root: Path) -> Config:
 
 
 def _is_file(path: Path) -> bool:
+    """A config file is there. Something else under that name (a FIFO, a folder, a broken link) is a
+    usage error: skipping it would validate with defaults the repository did not ask for."""
     try:
-        return path.is_file()
+        if path.is_file():
+            return True
+        if os.path.lexists(path):
+            raise ConfigError(f"{path}: not a regular file (a link to nowhere, a folder or a pipe): "
+                              f"make it a TOML file or remove it")
     except OSError:  # a name too long for the file system, a permission error: no config there
-        return False
+        pass
+    return False
 
 
 def _parse(table, path: Path) -> Config:
