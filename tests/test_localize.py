@@ -203,3 +203,12 @@ def test_exclude_file_exists_when_localization_never_ran(tmp_path):
     verdict.main(["--run-dir", str(tmp_path), "--preset", str(ROOT / "presets" / "ethernet-only")])
     assert (tmp_path / "exclude.txt").read_text() == ""
     assert json.loads((tmp_path / "verdict.json").read_text())["suspects"] == []
+
+
+def test_widely_spread_cpu_peers_still_name_a_node_7x_slower():
+    """Fault matrix, 2026-12-03, third `cpu` run: three healthy CPU "nodes" spread 2.3x, the throttled
+    one 7x below their median. A plain MAD term exceeded the median and named nobody on GEMM."""
+    figures = {"node1": 0.0048, "node2": 0.025, "node3": 0.0573, "node4": 0.0352}
+    assert localize.low_outliers(figures, 0.1186, localize.FLOOR["functional"]) == {"node1": 0.0352}
+    healthy = {"node2": 0.025, "node3": 0.0573, "node4": 0.0352, "node5": 0.0296}
+    assert localize.low_outliers(healthy, 0.1186, localize.FLOOR["functional"]) == {}
