@@ -296,6 +296,7 @@ the job more time (--time) if the import is slow"
         rm -f "$partial"
         local said
         said=$(sed -n 's/.*pyxis:   *//p' "$log" | head -n1 || true)  # enroot's own line, as pyxis prints it
+        said=${said:-no reason printed}
         smoke_container_fail start "the container did not start from $image: $said. The image must be a root filesystem with /bin/sh and python3 (unsquashfs -l \
 IMAGE lists it); if it is, check enroot's hooks and ENROOT_* settings on the node (log $log)"
     fi
