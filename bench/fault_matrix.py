@@ -168,6 +168,33 @@ def one_run(kind: str, rng: random.Random, extra: str = "") -> dict:
             "exclude": (run / "exclude.txt").read_text().strip() if (run / "exclude.txt").exists() else None}
 
 
+def evidence(job: str, tail: int = 20) -> dict:
+    """What a run left to explain its outcome: the verdict, localization's decision and search, the
+    probe's in-probe figures, the job's stages and the last lines of each log (no per-repeat lists)."""
+    run = ROOT / "smoke-runs" / job
+    out: dict = {"run_dir": str(run)}
+    verdict = _json(run / "verdict.json") or {}
+    out["verdict"] = {k: verdict.get(k) for k in ("verdict", "suspects", "checks") if k in verdict}
+    localize = _json(run / "localize.json") or {}
+    out["localize"] = {k: v for k, v in localize.items() if k != "per_node"}
+    out["in_probe"] = (_json(run / "probe.json") or {}).get("per_node")
+    logs = [run / name for name in ("stages.txt", "probe.log", "localize.log")]
+    logs += list(ROOT.glob(f"*-{job}.out"))  # the batch script's own output (#SBATCH --output=%x-%j.out)
+    for path in logs:
+        try:
+            out[path.name] = path.read_text(errors="replace").splitlines()[-tail:]
+        except OSError:
+            pass
+    return out
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def report(rows: list[dict]) -> None:
     print("| fault | runs | faulty node found | expected layer | false suspects | median s per run (min-max) |")
     print("|---|---:|---:|---:|---:|---|")

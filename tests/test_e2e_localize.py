@@ -3,6 +3,7 @@ fault injected on one node, chosen at random, must be named in verdict.json's su
 exclude.txt, and nobody else. The faults come from bench/fault_matrix.py, which runs the whole
 matrix on demand (`make fault-matrix`); CI runs these few cases. Needs root."""
 import importlib.util
+import json
 import os
 import random
 
@@ -30,6 +31,8 @@ def cluster4():
 @pytest.mark.parametrize("fault", ["nic"])  # CI time: one case (about 110 s here); the rest: make fault-matrix
 def test_injected_fault_is_named_and_nobody_else(cluster4, fault):
     row = matrix.one_run(fault, random.Random())
-    assert row["found"] and row["layer"] == matrix.LAYER[fault], row
-    assert row["false"] == [], row
-    assert row["exclude"] == row["node"], row
+    # the whole story in the message: a failure under CI leaves no run folder behind to read
+    story = json.dumps({"row": row, **matrix.evidence(row["job"])}, indent=1, default=str)
+    assert row["found"] and row["layer"] == matrix.LAYER[fault], story
+    assert row["false"] == [], story
+    assert row["exclude"] == row["node"], story
