@@ -9,10 +9,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
-def run_validator(*args, cwd=ROOT, env=None):
-    """The CLI as a user runs it, in its own process."""
+def run_validator(*args, cwd=ROOT, env=None, prefix=()):
+    """The CLI as a user runs it, in its own process (prefix: a wrapper command, e.g. setpriv)."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "validator", *args], cwd=cwd, env=full_env,
+    return subprocess.run([*prefix, sys.executable, "-m", "validator", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=120)
 
 

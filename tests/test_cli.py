@@ -3,7 +3,9 @@ import json
 import os
 import shutil
 
-from conftest import FIXTURES, edited_preset, run_validator
+import pytest
+
+from conftest import FIXTURES, ROOT, edited_preset, run_validator
 
 
 def test_presets_are_clean():
@@ -140,3 +142,37 @@ def test_site_spank_options_from_config(tmp_path):
     assert "'--image' comes from the shifter SPANK plugin" in strict and "did you mean" not in strict.split("\n")[0]
     (tmp_path / ".validator.toml").write_text('spank = ["shifter"]\nspank-options = ["tmpfs-size"]\nstrict = true\n')
     assert run_validator(str(script)).stdout == ""
+
+
+def _permission_checked() -> list[str]:
+    """A command prefix under which permissions apply: root keeps its uid but loses
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (setpriv), so a mode-000 folder is really closed."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root and util-linux setpriv is missing: a mode-000 folder would be readable")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize("closed", ["presets/secret", "scripts"])
+def test_unreadable_folder_in_discovery_is_an_error_not_skipped(tmp_path, closed):
+    """Permission denied during discovery (issue 14, class 5): a preset folder or the shared scripts/
+    folder that cannot be searched is input-unreadable, exit 2. It was skipped: exit 0, silent."""
+    shutil.copytree(ROOT / "presets" / "ethernet-only", tmp_path / "presets" / "ethernet-only")
+    shutil.copytree(ROOT / "presets" / "ethernet-only", tmp_path / "presets" / "secret")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "job.sh").write_text("#!/bin/bash\necho ok\n")
+    (tmp_path / closed).chmod(0)
+    try:
+        for args in (["presets"], []):  # a folder of presets named, and the default discovery
+            proc = run_validator(*args, cwd=tmp_path, prefix=_permission_checked())
+            if closed == "scripts" and args:
+                assert "scripts" not in proc.stdout  # not part of what was asked
+                continue
+            assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+            named = [line for line in proc.stdout.splitlines() if line.startswith(closed)]
+            assert named and all(line.endswith("[input-unreadable]") for line in named), (args, proc.stdout)
+            assert "Traceback" not in proc.stderr
+    finally:
+        (tmp_path / closed).chmod(0o755)

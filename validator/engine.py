@@ -1,6 +1,7 @@
 """Discovering targets, running every rule and shellcheck, and filtering the findings."""
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,18 @@ def _listing(folder: Path) -> list[Path]:
         raise Unlistable(folder, exc.strerror or str(exc)) from None
 
 
+def _holds_manifest(folder: Path) -> bool:
+    """Whether a folder holds a preset manifest; raises Unlistable when the folder cannot be
+    searched (os.path.lexists would say False, and an unreadable preset would pass unseen)."""
+    try:
+        os.lstat(folder / MANIFEST_NAME)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
+            return False
+        raise Unlistable(folder, exc.strerror or str(exc)) from None
+
+
 class Unlistable(Exception):
     def __init__(self, path: Path, why: str):
         super().__init__(f"{path}: {why}")
@@ -83,7 +96,10 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
             raise UsageError("presets/ holds no preset folders")
         found += [("preset", p) for p in folders]
         # The shared in-job scripts are part of every preset: lint them too.
-        found += [("shared", p) for p in shell_scripts_in(Path("scripts"))]
+        try:
+            found += [("shared", p) for p in shell_scripts_in(Path("scripts"))]
+        except Unlistable as exc:
+            found.append(("unreadable", exc.path))
         return found
     for raw in paths:
         path = Path(raw)
@@ -92,10 +108,18 @@ def discover(paths: list[str]) -> list[tuple[str, Path]]:
                 if os.path.lexists(path / MANIFEST_NAME) or os.path.lexists(path / SCRIPT_NAME):
                     found.append(("preset", path))
                 else:
-                    subs = [p for p in _listing(path) if _is_dir(p) and os.path.lexists(p / MANIFEST_NAME)]
-                    if not subs:
+                    subs, closed = [], []
+                    for sub in _listing(path):
+                        if _is_dir(sub):
+                            try:
+                                if _holds_manifest(sub):
+                                    subs.append(sub)
+                            except Unlistable as exc:  # cannot tell whether it is a preset: say so
+                                closed.append(exc.path)
+                    if not subs and not closed:
                         raise UsageError(f"{display_path(path)}: folder holds no {MANIFEST_NAME} and no preset folders")
                     found.extend(("preset", p) for p in subs)
+                    found.extend(("unreadable", p) for p in closed)
             elif path.name == MANIFEST_NAME:
                 found.append(("preset", path.parent))
             elif os.path.lexists(path):
@@ -113,10 +137,7 @@ def shell_scripts_in(folder: Path) -> list[Path]:
         return []
     root = find_root(folder)
     found = []
-    try:
-        entries = _listing(folder)
-    except Unlistable:
-        return []
+    entries = _listing(folder)  # Unlistable goes to the caller: an unreadable scripts/ is reported, not skipped
     for path in entries:
         if _is_dir(path):
             continue
