@@ -176,3 +176,14 @@ def test_unreadable_folder_in_discovery_is_an_error_not_skipped(tmp_path, closed
             assert "Traceback" not in proc.stderr
     finally:
         (tmp_path / closed).chmod(0o755)
+
+
+def test_unreadable_config_is_a_usage_error(tmp_path):
+    """A .validator.toml that cannot be read is exit 2 naming it, not a run with the defaults."""
+    shutil.copytree(ROOT / "presets" / "ethernet-only", tmp_path / "presets" / "ethernet-only")
+    config = tmp_path / ".validator.toml"
+    config.write_text("strict = true\n")
+    config.chmod(0)
+    proc = run_validator("presets/ethernet-only", cwd=tmp_path, prefix=_permission_checked())
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == f"validator: error: {config}: cannot read: Permission denied"
