@@ -140,6 +140,7 @@ smoke_container() {
     local want=${SMOKE_ARCH_OVERRIDE:-$arch}
     printf 'info\truntime\tpyxis\ninfo\timage\t%s\ninfo\tpreset_arch\t%s\ninfo\tarch\t%s\n' \
         "$image" "$arch" "$want" > "$record"
+    smoke_sweep_partials "$cache_dir"
     smoke_container_preflight "$image" "$arch" "$want" "$cache_dir" "$host"
     smoke_image_cache_name "$image" "$want"
     local sqsh=$cache_dir/$SMOKE_IMAGE_NAME
@@ -271,6 +272,33 @@ smoke_image_cache_name() {
     tag=${tag%.sqsh}
     hash=$(sha256sum <<< "$key")
     SMOKE_IMAGE_NAME=megatron-$arch-${tag//[^A-Za-z0-9._-]/_}-${hash:0:12}.sqsh
+}
+
+# smoke_sweep_partials CACHE_DIR: remove the partial imports of jobs that ended without cleaning up
+# (killed by SIGKILL or a node failure mid-import: their EXIT trap never ran), each tens of GB. A
+# partial is removed only when its job is not running on this cluster and the file has not been
+# written for SMOKE_PARTIAL_STALE_MIN minutes (default 60): another cluster sharing the cache may
+# reuse the job id, and its import keeps the file's mtime fresh. When squeue cannot answer, nothing
+# is removed.
+smoke_sweep_partials() {
+    local cache_dir=$1 partial job state
+    local stale_min=${SMOKE_PARTIAL_STALE_MIN:-60}
+    for partial in "$cache_dir"/*.partial-*-*.sqsh; do
+        [[ -f $partial ]] || continue
+        job=${partial##*.partial-}
+        job=${job%%-*}
+        [[ $job =~ ^[0-9]+$ && $job != "${SLURM_JOB_ID:-}" ]] || continue
+        [[ -n $(find "$partial" -maxdepth 0 -mmin +"$stale_min" 2>/dev/null) ]] || continue
+        if ! state=$(squeue -h -j "$job" -o %T 2>&1); then
+            # squeue says so for a job the controller no longer knows; anything else: ask later
+            [[ $state == *"Invalid job id"* ]] || continue
+            state=""
+        fi
+        case $state in
+            PENDING|RUNNING|SUSPENDED|COMPLETING|CONFIGURING|RESIZING|REQUEUE*|STAGE_OUT|SIGNALING|STOPPED) continue ;;
+        esac
+        rm -f "$partial" && echo "smoke: removed $partial, an import left by job $job, which ended (${state:-gone}) before finishing it"
+    done
 }
 
 # smoke_container_import IMAGE SQSH: one task imports and saves to a name no other job uses; only

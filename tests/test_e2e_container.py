@@ -215,8 +215,13 @@ def test_container_start_failure(pyxis_cluster, tmp_path):
 
 def test_two_jobs_share_the_cache(pyxis_cluster, tmp_path):
     """Two jobs start at once on an empty cache: each imports to its own partial file, only a
-    complete squashfs is linked into place, both run from the one cached file."""
+    complete squashfs is linked into place, both run from the one cached file. A partial left by a
+    job that ended mid-import long ago (job 1: unknown to this controller) is swept away."""
     cache = tmp_path / "cache"
+    cache.mkdir()
+    stale = cache / "megatron-x86_64-old-0123456789ab.partial-1-4321.sqsh"
+    stale.write_bytes(b"half an image")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
     env = pyxis_cluster["env"]
     # The cache is what is tested: each job stops after its probe, one "GPU" per node.
     jobs = [submit(env, "ethernet-only", 1, mode="container-functional", gpus=1,

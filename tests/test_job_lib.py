@@ -113,3 +113,35 @@ def test_login_profile_settings_are_dropped_when_slurm_rebuilt_the_environment(t
     assert proc.returncode == 0, proc.stderr
     assert "algo=unset pet=unset debug=WARN mode=functional" in proc.stdout
     assert "ignored from the login environment Slurm rebuilt on the node: NCCL_ALGO PET_NNODES" in proc.stdout
+
+
+def test_partial_imports_of_ended_jobs_are_swept(tmp_path):
+    """smoke_sweep_partials: a partial image left by a job that ended mid-import (SIGKILL: no trap
+    ran) is removed once it is stale; a running job's, a fresh one, our own, and every one when
+    squeue cannot answer are kept. `squeue` is a test double answering from a table."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    squeue = fake_bin / "squeue"
+    # test double: squeue -h -j ID -o %T; 11 running, 12 ended (known, prints nothing), others purged
+    squeue.write_text('#!/bin/bash\ncase $3 in 11) echo RUNNING ;; 12) ;; 99) echo "slurm_load_jobs error: Unable to contact '
+                      'slurm controller" >&2; exit 1 ;; *) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1 ;; esac\n')
+    squeue.chmod(0o755)
+    old = 2 * 3600
+    files = {"img.partial-11-100.sqsh": old, "img.partial-12-100.sqsh": old, "img.partial-13-100.sqsh": old,
+             "img.partial-14-100.sqsh": 60, "img.partial-4242-7.sqsh": old, "img.partial-99-1.sqsh": old,
+             "img.sqsh": old, "img.partial-x-1.sqsh": old}
+    for name, age in files.items():
+        path = cache / name
+        path.write_text("x")
+        os.utime(path, (path.stat().st_atime - age, path.stat().st_mtime - age))
+    proc = subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/job-lib.sh; smoke_sweep_partials {cache}"],
+                          cwd=ROOT, env={"PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242"},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    left = sorted(p.name for p in cache.iterdir())
+    assert left == ["img.partial-11-100.sqsh", "img.partial-14-100.sqsh", "img.partial-4242-7.sqsh",
+                    "img.partial-99-1.sqsh", "img.partial-x-1.sqsh", "img.sqsh"]
+    assert "img.partial-12-100.sqsh, an import left by job 12, which ended (gone)" in proc.stdout
+    assert "img.partial-13-100.sqsh, an import left by job 13, which ended (gone)" in proc.stdout
