@@ -465,14 +465,24 @@ smoke_stop_if_signalled() {
 
 # smoke_container_remove: the job's named container off every node. pyxis removes it itself only
 # under container_scope=job; its default scope (global) keeps it, a whole unpacked image per node.
-# Both names pyxis gives it are tried: pyxis_NAME (global) and pyxis_JOBID_NAME (job scope).
+# Both names pyxis gives it are tried: pyxis_smoke-JOBID (global) and pyxis_JOBID_smoke-JOBID (job
+# scope). The containers of our earlier jobs that were killed before their verdict go too, where
+# they are on this job's nodes: a smoke-N container whose job N squeue no longer lists (when squeue
+# cannot answer, only this job's own).
 smoke_container_remove() {
     [[ -n ${SMOKE_CONTAINER_NAME:-} ]] || return 0
+    local alive
+    alive=" $(squeue -h -u "$(id -un)" -o %i 2>/dev/null | tr '\n' ' ' || true) "
+    [[ $alive == *" $SLURM_JOB_ID "* ]] || alive=""  # an answer that lacks this very job is no answer
     # shellcheck disable=SC2016  # expanded by the step's bash, from its arguments
     srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${SMOKE_SRUN_ARGS[@]}" bash -c '
         for name in $(enroot list); do
-            if [[ $name == "pyxis_$1" || $name == "pyxis_${2}_$1" ]]; then enroot remove --force "$name"; fi
-        done' remove "$SMOKE_CONTAINER_NAME" "$SLURM_JOB_ID" > "$SMOKE_OUT/container-remove.log" 2>&1 \
+            [[ $name =~ ^pyxis_([0-9]+_)?smoke-([0-9]+)$ ]] || continue
+            job=${BASH_REMATCH[2]}
+            if [[ $job == "$1" || ( -n $2 && $2 != *" $job "* ) ]]; then
+                enroot remove --force "$name" && echo "$(hostname): removed $name"
+            fi
+        done' remove "$SLURM_JOB_ID" "$alive" > "$SMOKE_OUT/container-remove.log" 2>&1 \
         || echo "smoke: could not remove container $SMOKE_CONTAINER_NAME from every node (container-remove.log)" >&2
 }
 
