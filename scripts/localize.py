@@ -39,7 +39,7 @@ FLOOR = {"full": 0.05, "functional": 0.6}
 # shared cores varies up to 4x between healthy pairs, and 2.8x between healthy nodes' intra-node
 # figures, of one run (measured on the local cluster): functional mode names only a 10x gap.
 NET_FLOOR = {"full": 0.05, "functional": 0.9}
-K_NOISE = 3.0  # a figure must sit further than 3x the repeat noise (and 3x the peers' MAD) below the median
+K_NOISE = 3.0  # a figure must sit further than 3 repeat spreads (and 3 MADs of its peers) below the median: margin()
 LAYERS = ("gpu", "node-link", "network", "config", "unresponsive")
 
 
@@ -65,6 +65,15 @@ def robust_noise(repeats: list[list[float]]) -> float:
     return statistics.median(spreads) if spreads else 0.0
 
 
+def margin(noise: float) -> float:
+    """The repeat-noise part of a threshold, as a fraction of the reference: K_NOISE repeat spreads
+    compounded as ratios, 1 - (1 - noise)^K. For small noise the same as K x noise (0.15 % -> 0.45 %),
+    but it never reaches the whole reference. K x noise did once a healthy group's best two repeats
+    differed by a third (gloo pairs on two shared cores differ up to 25 %): no figure, however low,
+    could stand out then, and a node behind a 20 Mbit/s NIC, 140x slower than its peers, went unnamed."""
+    return 1 - (1 - min(max(noise, 0.0), 1.0)) ** K_NOISE
+
+
 def threshold(values: list[float], noise: float, floor: float) -> tuple[float, float]:
     """(median, limit): a value lower than median - limit stands out from its peers.
 
@@ -76,7 +85,7 @@ def threshold(values: list[float], noise: float, floor: float) -> tuple[float, f
     logs = [math.log(max(v, 1e-12)) for v in values]
     log_med = statistics.median(logs)
     log_mad = 1.4826 * statistics.median(abs(v - log_med) for v in logs)
-    return med, med * max(floor, K_NOISE * noise, 1 - math.exp(-K_NOISE * log_mad))
+    return med, med * max(floor, margin(noise), 1 - math.exp(-K_NOISE * log_mad))
 
 
 def low_outliers(figures: dict[str, float], noise: float, floor: float) -> dict[str, float]:
@@ -102,7 +111,7 @@ def reference(figures: list[float], noise: float, floor: float) -> tuple[float, 
     upper = sorted(figures)[len(figures) // 2:]
     if len(upper) < 3:
         top = max(figures)
-        return top, max(floor, K_NOISE * noise) * top
+        return top, max(floor, margin(noise)) * top
     return threshold(upper, noise, floor)
 
 
@@ -458,7 +467,7 @@ def drive(args) -> int:
     rounds += search.rounds
     log.close()
     result.update({"suspects": [suspects[n] for n in nodes if n in suspects], "rounds": rounds, "steps": steps,
-                   "seconds": round(time.monotonic() - started, 1), "noise": round(noise, 4),
+                   "seconds": round(time.monotonic() - started, 1), "noise": round(noise, 4), "group_noise": round(search.noise, 4),
                    "round_seconds": round_seconds, "floor": floor, "per_node": reports, "groups": search.history})
     write_json(result_path, result)
     names = ", ".join(f"{s['node']} ({s['layer']})" for s in result["suspects"]) or "nobody"
