@@ -281,14 +281,16 @@ smoke_image_cache_name() {
 # reuse the job id, and its import keeps the file's mtime fresh. When squeue cannot answer, nothing
 # is removed.
 smoke_sweep_partials() {
-    local cache_dir=$1 partial job state
+    local cache_dir=$1 partial job state written now
     local stale_min=${SMOKE_PARTIAL_STALE_MIN:-60}
+    now=$(date +%s)
     for partial in "$cache_dir"/*.partial-*-*.sqsh; do
         [[ -f $partial ]] || continue
         job=${partial##*.partial-}
         job=${job%%-*}
         [[ $job =~ ^[0-9]+$ && $job != "${SLURM_JOB_ID:-}" ]] || continue
-        [[ -n $(find "$partial" -maxdepth 0 -mmin +"$stale_min" 2>/dev/null) ]] || continue
+        written=$(stat -c %Y "$partial") || continue
+        (( now - written > stale_min * 60 )) || continue
         if ! state=$(squeue -h -j "$job" -o %T 2>&1); then
             # squeue says so for a job the controller no longer knows; anything else: ask later
             [[ $state == *"Invalid job id"* ]] || continue
@@ -471,8 +473,10 @@ smoke_stop_if_signalled() {
 # cannot answer, only this job's own).
 smoke_container_remove() {
     [[ -n ${SMOKE_CONTAINER_NAME:-} ]] || return 0
-    local alive
-    alive=" $(squeue -h -u "$(id -un)" -o %i 2>/dev/null | tr '\n' ' ' || true) "
+    local me ids alive
+    me=$(id -un)
+    ids=$(squeue -h -u "$me" -o %i 2>/dev/null) || ids=""
+    alive=" ${ids//$'\n'/ } "
     [[ $alive == *" $SLURM_JOB_ID "* ]] || alive=""  # an answer that lacks this very job is no answer
     # shellcheck disable=SC2016  # expanded by the step's bash, from its arguments
     srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${SMOKE_SRUN_ARGS[@]}" bash -c '
