@@ -195,6 +195,46 @@ def _json(path: Path):
         return None
 
 
+def rejudge(row: dict) -> dict:
+    """A recorded run judged again by the current scripts/localize.py, from what the run wrote: the
+    per-node reports, then the group search replayed on the recorded group figures (and their
+    repeats). When the current code would run a group the run never ran, it cannot be replayed:
+    {"replayed": False}. The in-probe trigger is not re-judged (its repeats are not recorded); the
+    current margin is never larger than the old one, so a run that triggered localization still does."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("localize_now", ROOT / "scripts" / "localize.py")
+    now = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(now)
+    run = ROOT / "smoke-runs" / row["job"]
+    loc = _json(run / "localize.json") or {}
+    if not loc.get("ran"):
+        return {"replayed": True, "named": {}}
+    suspects, noise = now.judge_nodes(NODES, loc.get("per_node") or {}, "functional", {})
+    named = {n: s["layer"] for n, s in suspects.items()}
+    recorded = []
+    for i, group in enumerate(loc.get("groups") or [], start=1):
+        repeats = (_json(run / "localize" / f"group-{i}.json") or {}).get("repeats") or []
+        recorded.append((tuple(group["nodes"]), group["figure"], repeats))
+    search = now.GroupSearch([n for n in NODES if n not in suspects], noise, now.NET_FLOOR["functional"])
+
+    def measure(tests):
+        figures = []
+        for _kind, _tested, ran_on in tests:
+            match = next((i for i, (nodes, _, _) in enumerate(recorded) if nodes == tuple(ran_on)), None)
+            if match is None:
+                raise LookupError(ran_on)
+            _, figure, repeats = recorded.pop(match)
+            if repeats:
+                search.noise = max(search.noise, now.robust_noise([repeats]))
+            figures.append(figure)
+        return figures
+    try:
+        named.update({n: "network" for n in search.run(measure)})
+    except LookupError as exc:
+        return {"replayed": False, "missing_group": list(exc.args[0])}
+    return {"replayed": True, "named": named, "group_noise": round(search.noise, 3)}
+
+
 def report(rows: list[dict]) -> None:
     print("| fault | runs | faulty node found | expected layer | false suspects | median s per run (min-max) |")
     print("|---|---:|---:|---:|---:|---|")
@@ -221,9 +261,26 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=int(os.environ.get("FAULT_RUNS", "20")))
     parser.add_argument("--results", default=str(ROOT / "smoke-runs" / "fault-matrix.jsonl"))
     parser.add_argument("--report", metavar="JSONL", help="print the table of a results file and stop")
+    parser.add_argument("--rejudge", metavar="JSONL", help="judge a results file's runs again with the current "
+                        "localize.py (from their run folders) and print the table of that")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster up afterwards")
     args = parser.parse_args(argv)
+    if args.rejudge:
+        rows = []
+        for line in Path(args.rejudge).read_text().splitlines():
+            row = json.loads(line)
+            again = rejudge(row)
+            if not again["replayed"]:
+                print(f"{row['job']} {row['fault']}: not replayable (the current code runs group {again['missing_group']})")
+                continue
+            named = again["named"]
+            node = row["node"]
+            row = {**row, "found": node in named if node else None, "layer": named.get(node) if node else None,
+                   "false": sorted(n for n in named if n != node)}
+            rows.append(row)
+        report(rows)
+        return 0
     if args.report:
         report([json.loads(line) for line in Path(args.report).read_text().splitlines() if line.strip()])
         return 0
