@@ -5,6 +5,7 @@ SMOKE_STOP_AFTER=probe), and check that the verdict names that node and nobody e
     make fault-matrix                                  # every fault, FAULT_RUNS runs each (default 20)
     bench/fault_matrix.py --faults nic,hang --runs 3 --results r.jsonl   # a slice, appended
     bench/fault_matrix.py --report r.jsonl             # the table from what ran
+    bench/fault_matrix.py --rejudge r.jsonl            # the same runs judged by the current localize.py
 
 Faults (real ones where this machine has them): nic = the node's eth0 throttled to 20 Mbit/s with
 tc tbf in its network namespace; cpu = the node's slurmd (and so every process of its steps) in a
