@@ -254,10 +254,17 @@ def test_failed_node_ends_the_job_fast_and_still_leaves_a_verdict(cluster):
         state, exit_code, _ = wait(cluster, job, timeout=120)
         took = time.monotonic() - killed_at
         assert took < 60, f"the job took {took:.0f} s to end after node2 died"
-        assert state == "NODE_FAIL", state
+        # Two races, both right: slurmctld declares node2 dead first (NODE_FAIL, the batch shell gets
+        # SIGTERM), or srun sees node2's tasks gone first, the stage fails and the job ends FAILED
+        # (CI, 2026-12-03). Either way a FAIL verdict is written and says why.
+        assert state in ("NODE_FAIL", "FAILED"), state
         verdict = json.loads((run / "verdict.json").read_text())
-        assert verdict["verdict"] == "FAIL"
-        assert any(c["check"] == "job" and "Slurm ended the job with SIGTERM" in c["detail"] for c in verdict["checks"])
+        assert verdict["verdict"] == "FAIL", verdict
+        failing = [c for c in verdict["checks"] if c["state"] == "FAIL"]
+        if state == "NODE_FAIL":
+            assert any(c["check"] == "job" and "Slurm ended the job with SIGTERM" in c["detail"] for c in failing), failing
+        else:
+            assert any(c["check"].startswith("stage ") for c in failing), failing
     finally:  # bring node2 back for whatever runs next
         up = subprocess.run([str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "3"],
                             capture_output=True, text=True, timeout=120)
