@@ -146,20 +146,9 @@ def one_run(kind: str, rng: random.Random, extra: str = "") -> dict:
         state = wait(job)
     took = round(time.monotonic() - started, 1)
     run = ROOT / "smoke-runs" / job
-    try:
-        verdict = json.loads((run / "verdict.json").read_text())
-    except (OSError, ValueError):
-        verdict = {"verdict": "MISSING", "suspects": []}
-    probe = {}
-    try:
-        probe = json.loads((run / "probe.json").read_text())
-    except (OSError, ValueError):
-        pass
-    localize = {}
-    try:
-        localize = json.loads((run / "localize.json").read_text())
-    except (OSError, ValueError):
-        pass
+    verdict = _json(run / "verdict.json") or {"verdict": "MISSING", "suspects": []}
+    probe = _json(run / "probe.json") or {}
+    localize = _json(run / "localize.json") or {}
     named = {s["node"]: s["layer"] for s in verdict.get("suspects", [])}
     return {"fault": kind, "node": node, "job": job, "state": state, "verdict": verdict["verdict"],
             "found": node in named if node else None, "layer": named.get(node) if node else None,
