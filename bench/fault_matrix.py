@@ -199,7 +199,7 @@ def rejudge(row: dict) -> dict:
     loc = _json(run / "localize.json") or {}
     if not loc.get("ran"):
         return {"replayed": True, "named": {}}
-    suspects, noise = now.judge_nodes(NODES, loc.get("per_node") or {}, "functional", {})
+    suspects, noise, _ = now.judge_nodes(NODES, loc.get("per_node") or {}, "functional", {})
     named = {n: s["layer"] for n, s in suspects.items()}
     recorded = []
     for i, group in enumerate(loc.get("groups") or [], start=1):

@@ -92,12 +92,12 @@ def main() -> int:
 
     expect = localize.load_expectations(args.preset)
     healthy = result["healthy"]
-    suspects, noise = localize.judge_nodes(list(healthy), healthy, "full", expect)
+    suspects, noise, _ = localize.judge_nodes(list(healthy), healthy, "full", expect)
     result["judgement"] = {"preset": os.path.basename(args.preset), "healthy_only": {"suspects": list(suspects.values()),
                                                                                       "noise": noise}}
     for label, report in result["degraded"].items():
         nodes = dict(healthy, **{label: report})
-        found, noise = localize.judge_nodes(list(nodes), nodes, "full", expect)
+        found, noise, _ = localize.judge_nodes(list(nodes), nodes, "full", expect)
         result["judgement"][label] = {"suspects": list(found.values()), "noise": noise}
 
     with open(os.path.join(args.out, "localize-gpu.json"), "w", encoding="utf-8") as handle:

@@ -448,7 +448,8 @@ smoke_localize() {
         python=$SMOKE_PYTHON
     fi
     SMOKE_STEP_ARGS=$(printf '%s\n' "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}")
-    export SMOKE_STEP_ARGS
+    SMOKE_STEP_PREFIX=$(printf '%s\n' "${SMOKE_STEP_ENV[@]}")  # HOME and caches in the run folder (container)
+    export SMOKE_STEP_ARGS SMOKE_STEP_PREFIX
     # container-functional is judged as functional (CPU); its steps carry the container arguments.
     "$python" "$SMOKE_ROOT/scripts/localize.py" drive --out "$SMOKE_OUT" --mode "${SMOKE_MODE#container-}" \
         --preset "$SMOKE_ROOT/presets/$SMOKE_PRESET" --probe-status "$1" \

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -74,18 +75,24 @@ def margin(noise: float) -> float:
     return 1 - (1 - min(max(noise, 0.0), 1.0)) ** K_NOISE
 
 
-def threshold(values: list[float], noise: float, floor: float) -> tuple[float, float]:
-    """(median, limit): a value lower than median - limit stands out from its peers.
+def spread(values: list[float], noise: float, floor: float) -> float:
+    """The distance below a median that stands out, as a fraction of it: the floor, K repeat spreads
+    (margin), or K MADs of the log figures, whichever is largest.
 
     The peers' spread is a MAD of log figures (speeds are compared as ratios): for a few percent the
     same as MAD / median, but it can never reach the median itself. A plain MAD could: three healthy
     CPU "nodes" at 0.025, 0.035 and 0.057 TFLOP/s gave 3 x 1.4826 x MAD = 0.045 > the median 0.035,
     and a node 7x slower than them went unnamed (fault matrix, 2026-12-03)."""
-    med = statistics.median(values)
     logs = [math.log(max(v, 1e-12)) for v in values]
     log_med = statistics.median(logs)
     log_mad = 1.4826 * statistics.median(abs(v - log_med) for v in logs)
-    return med, med * max(floor, margin(noise), 1 - math.exp(-K_NOISE * log_mad))
+    return max(floor, margin(noise), 1 - math.exp(-K_NOISE * log_mad))
+
+
+def threshold(values: list[float], noise: float, floor: float) -> tuple[float, float]:
+    """(median, limit): a value lower than median - limit stands out from its peers."""
+    med = statistics.median(values)
+    return med, med * spread(values, noise, floor)
 
 
 def low_outliers(figures: dict[str, float], noise: float, floor: float) -> dict[str, float]:
@@ -107,16 +114,26 @@ def low_outliers(figures: dict[str, float], noise: float, floor: float) -> dict[
 def reference(figures: list[float], noise: float, floor: float) -> tuple[float, float]:
     """(reference, limit) for group tests: the median of the upper half of the figures (their best
     when fewer than 3), so that up to half the groups can be slow without dragging the reference
-    down; the limit as in threshold(), with the spread of that upper half."""
+    down. The limit's spread comes from all the figures: the upper half alone is narrower than the
+    healthy groups' real spread, and healthy groups 3 % apart (simulated) then fell below it in up
+    to 43 % of runs."""
     upper = sorted(figures)[len(figures) // 2:]
     if len(upper) < 3:
         top = max(figures)
         return top, max(floor, margin(noise)) * top
-    return threshold(upper, noise, floor)
+    ref = statistics.median(upper)
+    return ref, ref * spread(figures, noise, floor)
 
 
 # ---------------------------------------------------------------------------------------------
 # Slurm hostlists
+
+
+def node_name() -> str:
+    """This node as Slurm names it (SLURMD_NODENAME, set in every task's environment), which is what
+    scontrol, --exclude and drain take. The host name can differ (an FQDN, a NodeHostname): reports
+    filed under it would make every node look unresponsive."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 def hostlist(nodes) -> str:
@@ -161,7 +178,7 @@ class GroupSearch:
 
     def __init__(self, nodes: list[str], noise: float, floor: float, max_steps: int = 64, group: int | None = None):
         self.nodes = list(nodes)
-        self.noise, self.floor, self.max_steps = noise, floor, max(1, max_steps)
+        self.noise, self.floor, self.max_steps = noise, floor, max(2, max_steps)  # 1 step: no peer group
         size = group or max(2, math.ceil(len(nodes) / self.max_steps))
         self.queue: list[tuple[str, tuple[str, ...]]] = []  # (kind, members) still to test
         if len(nodes) == 3:  # no two disjoint groups: the three pairs, one after another
@@ -177,6 +194,7 @@ class GroupSearch:
         self.limit = 0.0
         self.rounds = self.steps = 0
         self.history: list[dict] = []
+        self.job_level: list[str] = []  # what concerns the whole search, not one node
 
     def next_round(self) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
         """(kind, nodes under test, nodes the step runs on) for the next round; [] when done."""
@@ -212,10 +230,10 @@ class GroupSearch:
                 return
             results, self.initial = self.initial, []
             figures = [f for _, _, _, f in results if f]
-            if not figures:
-                for _, tested, _, _ in results:
-                    for node in tested:
-                        self._name(node, None, "every group test failed; nothing to compare against")
+            if not figures:  # no peer to compare with: a step-wide cause (a port, the container), not nodes
+                self.job_level.append(f"every one of the {len(results)} first group tests failed: nothing to "
+                                      "compare against (see localize.log)")
+                self.queue = []
                 return
             self.reference, self.limit = reference(figures, self.noise, self.floor)
         slow = []
@@ -262,41 +280,64 @@ class GroupSearch:
 # Judging the per-node checks
 
 
-def judge_nodes(nodes: list[str], reports: dict[str, dict], mode: str, expect: dict) -> tuple[dict, float]:
+def judge_nodes(nodes: list[str], reports: dict[str, dict], mode: str, expect: dict) -> tuple[dict, float, list[str]]:
     """Suspects from the per-node step: unresponsive, config (GPU count), gpu (GEMM), node-link
-    (intra-node all-reduce). Returns (suspects by node, the GEMM repeat noise)."""
+    (intra-node all-reduce). Returns (suspects by node, the GEMM repeat noise, job-wide findings).
+
+    A cause that more than half the nodes share (no result, a GPU count, a figure under the preset's
+    floor) is reported job-wide, not as suspects: a step that could not start, an expectation the
+    hardware never meets or an image without GPUs would otherwise put most of the allocation in
+    exclude.txt and drain.sh."""
     floor = FLOOR[mode]
     suspects: dict[str, dict] = {}
+    job_level: list[str] = []
 
-    def name(node, layer, figure, median, reason):
-        suspects.setdefault(node, {"node": node, "layer": layer, "figure": figure, "peers_median": median,
-                                   "reason": reason})
+    def name(found: dict[str, tuple], layer, total: int, shared: str):
+        """found: node -> (figure, median, reason)."""
+        if len(found) * 2 > total:
+            job_level.append(f"{len(found)} of {total} nodes: {shared}; a job-wide cause, not nodes to exclude")
+            return
+        for node, (figure, median, reason) in found.items():
+            suspects.setdefault(node, {"node": node, "layer": layer, "figure": figure, "peers_median": median,
+                                       "reason": reason})
 
-    for node in nodes:
-        if node not in reports:
-            name(node, "unresponsive", None, None, "no result from its per-node check within the step's time limit "
-                 "(a hung or missing rank)")
-    alive = {n: r for n, r in reports.items() if n in nodes}
-    for node, r in alive.items():
-        if r["gpus_seen"] != r["gpus_allocated"]:
-            name(node, "config", r["gpus_seen"], r["gpus_allocated"],
-                 f"sees {r['gpus_seen']} GPU(s), Slurm allocated {r['gpus_allocated']}")
+    name({n: (None, None, "no result from its per-node check within the step's time limit (a hung or missing rank)")
+          for n in nodes if n not in reports}, "unresponsive", len(nodes),
+         "no result from the per-node check (see localize.log)")
+    alive = {n: r for n, r in reports.items() if n in nodes and _report_ok(r)}
+    for node in set(reports) - set(alive):
+        suspects.setdefault(node, {"node": node, "layer": "unresponsive", "figure": None, "peers_median": None,
+                                   "reason": "its per-node check wrote an unusable result"})
+    name({n: (r["gpus_seen"], r["gpus_allocated"], f"sees {r['gpus_seen']} GPU(s), Slurm allocated {r['gpus_allocated']}")
+          for n, r in alive.items() if r["gpus_seen"] != r["gpus_allocated"]}, "config", len(alive),
+         "the GPUs seen differ from those Slurm allocated")
     noise = robust_noise([rep for r in alive.values() for rep in r["gemm_repeats"]])
     for key, layer, unit, floor_key in (("gemm_tflops", "gpu", "TFLOP/s (slowest GPU)", "gemm_tflops"),
                                         ("intra_busbw_gbs", "node-link", "GB/s intra-node all-reduce",
                                          "intra_node_busbw_gbs")):
         figures = {n: r[key] for n, r in alive.items() if r.get(key)}
-        key_noise = noise if key == "gemm_tflops" else robust_noise([r.get("intra_repeats", []) for r in alive.values()])
+        key_noise = noise if key == "gemm_tflops" else robust_noise([r.get("intra_repeats") or [] for r in alive.values()])
         key_floor = floor if key == "gemm_tflops" else NET_FLOOR[mode]
-        for node, median in low_outliers(figures, key_noise, key_floor).items():
-            name(node, layer, figures[node], median, f"{figures[node]:.3g} {unit}, "
-                 f"{100 * (1 - figures[node] / median):.0f} % below the peers' median {median:.3g}")
+        name({node: (figures[node], median, f"{figures[node]:.3g} {unit}, "
+                     f"{100 * (1 - figures[node] / median):.0f} % below the peers' median {median:.3g}")
+              for node, median in low_outliers(figures, key_noise, key_floor).items()}, layer, len(figures),
+             f"{unit} below the peers' median")
         minimum = ((expect.get(floor_key) or {}).get("min")) if mode == "full" else None
-        for node, value in figures.items():
-            if minimum is not None and value < minimum:
-                name(node, layer, value, statistics.median(figures.values()),
-                     f"{value:.3g} {unit}, expected >= {minimum:g}")
-    return suspects, noise
+        if minimum is not None:
+            under = {node: value for node, value in figures.items() if value < minimum}
+            name({node: (value, statistics.median(v for n, v in figures.items() if n != node) if len(figures) > 1 else None,
+                         f"{value:.3g} {unit}, expected >= {minimum:g}") for node, value in under.items()},
+                 layer, len(figures), f"{unit} under the preset's {floor_key} floor {minimum:g}")
+    return suspects, noise, job_level
+
+
+def _report_ok(report) -> bool:
+    """A per-node report has the fields the judgement reads, as numbers."""
+    numbers = ("gpus_seen", "gpus_allocated", "gemm_tflops")
+    return (isinstance(report, dict) and all(isinstance(report.get(k), (int, float)) for k in numbers)
+            and isinstance(report.get("gemm_repeats"), list)
+            and all(isinstance(r, list) and all(isinstance(v, (int, float)) for v in r) for r in report["gemm_repeats"])
+            and (report.get("intra_busbw_gbs") is None or isinstance(report["intra_busbw_gbs"], (int, float))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,32 +364,43 @@ def srun_base(name: str, nodes: list[str], independent: bool) -> list[str]:
 
 def launch(name: str, nodes: list[str], program: list[str], env: dict, log, independent=False) -> subprocess.Popen:
     """One srun step running torchrun-node PROGRAM on `nodes`; extra srun arguments (CPU binding,
-    container) come from SMOKE_STEP_ARGS, one per line, as job-lib.sh hands them over."""
+    container) come from SMOKE_STEP_ARGS and the command's prefix (`env HOME=...` in a container)
+    from SMOKE_STEP_PREFIX, one per line, as job-lib.sh hands them over."""
     extra = [a for a in os.environ.get("SMOKE_STEP_ARGS", "").split("\n") if a]
+    prefix = [a for a in os.environ.get("SMOKE_STEP_PREFIX", "").split("\n") if a]
     root = os.environ["SMOKE_ROOT"]
-    cmd = srun_base(name, nodes, independent) + extra + [f"{root}/scripts/torchrun-node"] + program
+    cmd = srun_base(name, nodes, independent) + extra + prefix + [f"{root}/scripts/torchrun-node"] + program
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
 def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float) -> None:
-    """Wait for every step; a step past the time limit is killed with scancel (its ranks may be
-    stopped or hung, which srun alone would wait on)."""
+    """Wait for every step; the steps past the time limit are killed with scancel (their ranks may
+    be stopped or hung, which srun alone would wait on): one squeue for all of them, then 15 s of
+    grace shared by all, not 15 s each."""
     deadline = time.monotonic() + timeout
+    overdue = []
     for name, proc in procs:
         try:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            job = os.environ.get("SLURM_JOB_ID", "")
-            steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True,
-                                   text=True).stdout.split("\n")
-            for line in steps:
-                if line.split(" ")[-1:] == [name]:
-                    subprocess.run(["scancel", "--signal=KILL", line.split()[0]], capture_output=True)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            overdue.append((name, proc))
+    if not overdue:
+        return
+    names = {name for name, _ in overdue}
+    job = os.environ.get("SLURM_JOB_ID", "")
+    steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True,
+                           text=True, check=False).stdout.splitlines()
+    for line in steps:
+        fields = line.split()
+        if len(fields) == 2 and fields[1] in names:
+            subprocess.run(["scancel", "--signal=KILL", fields[0]], capture_output=True, check=False)
+    grace = time.monotonic() + 15
+    for _, proc in overdue:
+        try:
+            proc.wait(timeout=max(0.1, grace - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def job_nodes() -> list[str]:
@@ -396,14 +448,61 @@ def load_expectations(preset_dir: str) -> dict:
         return {}
 
 
+class Stopped(Exception):
+    """Slurm ended the job (time limit, scancel) while localization ran."""
+
+
+def knobs(env) -> dict:
+    """The SMOKE_LOCALIZE* settings, checked: a value that is not one of them is an error the verdict
+    reports, never a silent default (SMOKE_LOCALIZE=off must not mean auto)."""
+    when = env.get("SMOKE_LOCALIZE", "auto")
+    if when not in ("auto", "always", "never"):
+        raise ValueError(f"SMOKE_LOCALIZE={when[:40]!r} is not one of auto, always, never")
+
+    def number(name, default, kind, low, high):
+        text = env.get(name, default)
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise ValueError(f"{name}={text[:40]!r} is not a number from {low} to {high}")
+        return value
+    return {"when": when,
+            "step_timeout": number("SMOKE_LOCALIZE_STEP_TIMEOUT", "180", float, 1, 86400),
+            # 2 at least: round 1 needs two groups, each the other's peer
+            "max_steps": number("SMOKE_LOCALIZE_MAX_STEPS", "64", int, 2, 4096),
+            "max_rounds": number("SMOKE_LOCALIZE_MAX_ROUNDS", "12", int, 1, 64),
+            "base_port": number("MASTER_PORT", "20000", int, 1024, 65535)}
+
+
 def drive(args) -> int:
+    """Write localize.json whatever happens: a bad setting, a failing scontrol or Slurm's SIGTERM
+    leave {"ran": true, "error": ...}, which the verdict reports; an absent file would read as
+    "nobody suspect"."""
     started = time.monotonic()
+    result_path = os.path.join(args.out, "localize.json")
+
+    def stopped(signum, _frame):
+        raise Stopped(f"stopped by signal {signum} (the job's time limit or scancel)")
+    signal.signal(signal.SIGTERM, stopped)
+    try:
+        return _drive(args, started, result_path)
+    except (Exception, Stopped) as exc:  # noqa: BLE001 - reported in localize.json, then by the verdict
+        why = str(exc) if isinstance(exc, (Stopped, ValueError)) else f"{type(exc).__name__}: {exc}"
+        write_json(result_path, {"ran": True, "error": why[:300], "suspects": [], "job_level": [],
+                                 "seconds": round(time.monotonic() - started, 1)})
+        print(f"localize: did not finish: {why[:300]}", file=sys.stderr)
+        return 1
+
+
+def _drive(args, started: float, result_path: str) -> int:
     out = args.out
-    result_path = os.path.join(out, "localize.json")
+    settings = knobs(os.environ)
     expect = load_expectations(args.preset)
     probe = load_json(os.path.join(out, "probe.json"))
-    run, why = should_run(os.environ.get("SMOKE_LOCALIZE", "auto"), args.probe_status, probe, args.mode, expect)
-    result = {"ran": run, "why": why, "suspects": [], "rounds": 0, "steps": 0,
+    run, why = should_run(settings["when"], args.probe_status, probe, args.mode, expect)
+    result = {"ran": run, "why": why, "suspects": [], "job_level": [], "rounds": 0, "steps": 0,
               "seconds": round(time.monotonic() - started, 3)}
     if not run:
         write_json(result_path, result)
@@ -411,28 +510,30 @@ def drive(args) -> int:
         return 0
     print(f"localize: running because {why}", flush=True)
     nodes = job_nodes()
-    step_timeout = float(os.environ.get("SMOKE_LOCALIZE_STEP_TIMEOUT", "180"))
-    base_port = int(os.environ.get("MASTER_PORT", "20000"))
+    step_timeout, base_port = settings["step_timeout"], settings["base_port"]
     me = [os.path.join(os.environ["SMOKE_ROOT"], "scripts", "localize.py")]
     log = open(os.path.join(out, "localize.log"), "a", encoding="utf-8")  # noqa: SIM115 - kept for every step
     per_node = os.path.join(out, "localize", "node")
     os.makedirs(per_node, exist_ok=True)
+    # the intra-node all-reduce at the size the probe's verdict and the preset's floor use
+    size = ((probe or {}).get("allreduce") or [{}])[-1].get("bytes")
     # 1. per-node checks: one step, every node on its own (a standalone rendezvous on each node)
-    env = step_env(base_port, {"SMOKE_NNODES": "1", "SMOKE_RDZV_ENDPOINT": "localhost:0"})
+    env = step_env(base_port, {"SMOKE_NNODES": "1", "SMOKE_RDZV_ENDPOINT": "localhost:0",
+                               **({"SMOKE_LOCALIZE_INTRA_BYTES": str(size)} if size else {})})
     proc = launch("localize-node", nodes, me + ["worker", "--kind", "node", "--out", per_node], env, log, independent=True)
     wait_all([("localize-node", proc)], step_timeout)
     round_seconds = [round(time.monotonic() - started, 1)]
     reports = {}
     for node in nodes:
         report = load_json(os.path.join(per_node, f"{node}.json"))
-        if report:
+        if isinstance(report, dict):
             reports[node] = report
-    suspects, noise = judge_nodes(nodes, reports, args.mode, expect)
+    suspects, noise, job_level = judge_nodes(nodes, reports, args.mode, expect)
     steps, rounds = 1, 1
     # 2. group tests among the nodes that passed
     healthy = [n for n in nodes if n not in suspects]
     floor = NET_FLOOR[args.mode]
-    search = GroupSearch(healthy, noise, floor, max_steps=int(os.environ.get("SMOKE_LOCALIZE_MAX_STEPS", "64")))
+    search = GroupSearch(healthy, noise, floor, max_steps=settings["max_steps"])
     counter = [0]
 
     def measure(tests):
@@ -450,29 +551,31 @@ def drive(args) -> int:
         figures = []
         for path in paths:
             report = load_json(path)
-            figures.append(report["busbw_gbs"] if report else None)
-            if report:
-                search.noise = max(search.noise, robust_noise([report["repeats"]]))
+            figure = report.get("busbw_gbs") if isinstance(report, dict) else None
+            figures.append(figure if isinstance(figure, (int, float)) and figure > 0 else None)
+            if figures[-1]:
+                search.noise = max(search.noise, robust_noise([report.get("repeats") or []]))
         round_seconds.append(round(time.monotonic() - begin, 1))
         return figures
 
-    max_rounds = int(os.environ.get("SMOKE_LOCALIZE_MAX_ROUNDS", "12"))
-    for node, found in search.run(measure, max_rounds=max_rounds).items():
+    for node, found in search.run(measure, max_rounds=settings["max_rounds"]).items():
         unit = "GB/s all-reduce"
         figure = found["figure"]
         text = f"{figure:.3g} {unit}, peers {found['peers_median']:.3g}: " if figure and found["peers_median"] else ""
         suspects[node] = {"node": node, "layer": "network", "figure": figure, "peers_median": found["peers_median"],
                           "reason": text + found["reason"]}
+    job_level += search.job_level
     steps += search.steps
     rounds += search.rounds
     log.close()
-    result.update({"suspects": [suspects[n] for n in nodes if n in suspects], "rounds": rounds, "steps": steps,
+    result.update({"suspects": [suspects[n] for n in nodes if n in suspects], "job_level": job_level,
+                   "rounds": rounds, "steps": steps,
                    "seconds": round(time.monotonic() - started, 1), "noise": round(noise, 4), "group_noise": round(search.noise, 4),
                    "round_seconds": round_seconds, "floor": floor, "per_node": reports, "groups": search.history})
     write_json(result_path, result)
     names = ", ".join(f"{s['node']} ({s['layer']})" for s in result["suspects"]) or "nobody"
     print(f"localize: {len(nodes)} nodes, {rounds} round(s), {steps} srun step(s), "
-          f"{result['seconds']} s: suspects {names}")
+          f"{result['seconds']} s: suspects {names}" + "".join(f"; job-wide: {j}" for j in job_level))
     return 0
 
 
@@ -498,7 +601,7 @@ def gpus_seen(cuda: bool) -> int:
     if not fake:
         return allocated
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") or ",".join(str(i) for i in range(allocated))
-    folder = os.path.join(fake, socket.gethostname())
+    folder = os.path.join(fake, node_name())
     return sum(1 for i in visible.split(",") if i and os.path.exists(os.path.join(folder, f"gpu{i}")))
 
 
@@ -534,11 +637,12 @@ def gemm_repeats(cuda: bool, repeats: int) -> list[float]:
     return [2 * n**3 * iters / timed(run, cuda) / 1e12 for _ in range(repeats)]
 
 
-def allreduce_repeats(group, cuda: bool, repeats: int) -> list[float]:
-    """Bus bandwidth (GB/s) of one all-reduce size, the slowest rank's time, per repeat."""
+def allreduce_repeats(group, cuda: bool, repeats: int, size: int | None = None) -> list[float]:
+    """Bus bandwidth (GB/s) of one all-reduce size (default 256 MiB on GPU, 1 MiB on CPU), the
+    slowest rank's time, per repeat."""
     import torch
     import torch.distributed as dist
-    size = 256 * 2**20 if cuda else 2**20
+    size = size or (256 * 2**20 if cuda else 2**20)
     world = dist.get_world_size(group)
     tensor = torch.ones(size // 4, dtype=torch.float32, device="cuda" if cuda else "cpu")
     iters = 5 if cuda else 2
@@ -573,13 +677,15 @@ def worker(args) -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     if args.kind == "node":
         gemm = gemm_repeats(cuda, repeats)
-        intra = allreduce_repeats(None, cuda, repeats) if world > 1 else []
+        # on GPU at the probe's largest size: the preset's intra-node floor is a figure for that size
+        size = int(os.environ.get("SMOKE_LOCALIZE_INTRA_BYTES") or 0) if cuda else None
+        intra = allreduce_repeats(None, cuda, repeats, size) if world > 1 else []
         table = torch.tensor(gemm, dtype=torch.float64, device="cuda" if cuda else "cpu")
         rows = [torch.zeros_like(table) for _ in range(world)]
         dist.all_gather(rows, table)
         if rank == 0:
             per_gpu = [best(r.tolist()) for r in rows]
-            report = {"host": socket.gethostname(), "gpus_allocated": int(os.environ.get("SLURM_GPUS_ON_NODE", world)),
+            report = {"host": node_name(), "gpus_allocated": int(os.environ.get("SLURM_GPUS_ON_NODE", world)),
                       "gpus_seen": gpus_seen(cuda), "ranks": world, "gemm_per_gpu": [round(t, 4) for t in per_gpu],
                       "gemm_tflops": node_gemm(per_gpu, cuda), "gemm_repeats": [r.tolist() for r in rows],
                       "intra_busbw_gbs": best(intra) if intra else None, "intra_repeats": intra}

@@ -18,7 +18,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # localize.py beside it, however this file is loaded
 from validator.catalog import normal_arch  # noqa: E402  (standard library only)
+
+from localize import node_name  # noqa: E402  (this folder; standard library only)
 
 
 def check_arch(expected: str, functional: bool):
@@ -166,7 +169,7 @@ def check_image_writable(mode: str):
 def main() -> int:
     mode = os.environ.get("SMOKE_MODE", "full")
     functional = mode in ("functional", "container-functional")
-    host = socket.gethostname()
+    host = node_name()  # as Slurm names it: what an operator drains or excludes
     out = os.environ["SMOKE_OUT"]
     checks = {
         "arch": check_arch(os.environ.get("SMOKE_ARCH", platform.machine()), functional),

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from dist_exit import finish
-from localize import in_probe
+from localize import in_probe, node_name
 
 MIB = 2**20
 GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB
@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     n = args.gemm_n or (8192 if cuda else 256)
     tflops = gather(gemm_tflops(n, args.gemm_iters, cuda), cuda)
     slow_gemm = stragglers(tflops)
-    hosts = gather_text(socket.gethostname(), cuda)
+    # each rank's Slurm node name (what suspects and --exclude use) and host name (what NCCL's log
+    # lines start with, cut at the first dot), to tell which node a NCCL line comes from
+    names = [text.split(" ", 1) + [""] for text in gather_text(f"{node_name()} {socket.gethostname()}", cuda, 160)]
+    hosts = [name for name, *_ in names]
+    host_names = {host.split(".")[0]: name for name, host, *_ in names if host}
     per_node = in_probe(hosts, cuda)  # the trigger of localization (SMOKE_LOCALIZE=auto)
     wall = time.perf_counter() - started
     if rank == 0:
@@ -151,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {"world_size": world, "backend": dist.get_backend(), "device": torch.cuda.get_device_name() if cuda else "cpu",
                   "nodes": len(set(hosts)), "allreduce": sweep, "gemm_n": n, "gemm_dtype": "bf16" if cuda else "fp32",
                   "gemm_tflops": [round(t, 1) for t in tflops], "gemm_stragglers": [hosts[r] + f" rank {r}" for r in slow_gemm],
-                  "per_node": per_node, "wall_s": round(wall, 2)}
+                  "per_node": per_node, "host_names": host_names, "wall_s": round(wall, 2)}
         tmp = args.out + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=1)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import math
 import os
 import re
+import shlex
 import stat
 import statistics
 import sys
@@ -82,6 +84,48 @@ def nccl_networks(log_text: str) -> set[str]:
     return found
 
 
+# NCCL's INFO lines start with host:pid:tid (the host name cut at its first dot), after srun's
+# "N: " label; the line that names the transport a rank's communicator chose
+_NETWORK_BY_HOST = re.compile(r"^(?:\s*\d+: )?([A-Za-z0-9_-]+):\d+:\d+ \[\d+\] NCCL INFO Using network (\w+)", re.M)
+
+
+def nccl_fallback(log_text: str, host_names) -> tuple[list[str], list[str]]:
+    """(IB-family transports any node used, the Slurm nodes that used none of them): the nodes
+    whose NCCL fell back to sockets while their peers ran over IB. host_names (probe.json) maps
+    NCCL's host names to Slurm node names."""
+    names = host_names if isinstance(host_names, dict) else {}
+    by_node: dict[str, set] = {}
+    for match in _NETWORK_BY_HOST.finditer(log_text):
+        node = str(names.get(match.group(1), match.group(1)))
+        by_node.setdefault(node, set()).add(match.group(2))
+    ib = sorted({n for nets in by_node.values() for n in nets if IB_FAMILY.fullmatch(n)})
+    fell_back = sorted(node for node, nets in by_node.items() if not any(IB_FAMILY.fullmatch(n) for n in nets))
+    return ib, fell_back
+
+
+def transport_suspects(run_dir: str, manifest: dict, mode: str) -> list[dict]:
+    """`config` suspects: on an RDMA topology, the nodes whose NCCL used sockets while their peers
+    used IB (a node's HCA down, its driver or the container missing it). When no node used IB the
+    cause is job-wide (the image, NCCL_IB_HCA): the transport check fails and nobody is named."""
+    fabric = ((manifest.get("topology") or {}).get("network") or {}).get("fabric") if isinstance(manifest, dict) else None
+    if mode in FUNCTIONAL_MODES or fabric not in RDMA_FABRICS:
+        return []
+    try:
+        probe = json.loads(read_text(os.path.join(run_dir, "probe.json")) or "null")
+        log_text = read_text(os.path.join(run_dir, "probe.log")) or ""
+    except (Unreadable, ValueError, RecursionError):
+        return []
+    if not isinstance(probe, dict):
+        return []
+    ib, fell_back = nccl_fallback(log_text, probe.get("host_names"))
+    if not ib:
+        return []
+    return [s for s in ({"node": node, "layer": "config", "figure": None, "peers_median": None,
+                         "reason": f"NCCL fell back to sockets on this node while its peers used {', '.join(ib)} "
+                                   "(its HCAs down, a missing driver or device in its container?)"}
+                        for node in fell_back) if suspect_ok(s)]
+
+
 def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[tuple[str, str, str]]:
     rows = []
     expect = manifest.get("expectations") or {}
@@ -106,9 +150,14 @@ def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[t
     if fabric in RDMA_FABRICS and probe["nodes"] > 1:  # RoCE runs NCCL's IB transport too
         nets = nccl_networks(log_text)
         ib = sorted(n for n in nets if IB_FAMILY.fullmatch(n))
+        _, fell_back = nccl_fallback(log_text, probe.get("host_names"))
         if not ib:
             rows.append(("transport", "FAIL", f"NCCL used {', '.join(sorted(nets)) or 'no network it reported'} "
                          f"on an {RDMA_FABRICS[fabric]} topology: a silent fallback"))
+        elif fell_back:
+            rows.append(("transport", "FAIL", f"NCCL over {', '.join(ib)}, but over sockets on "
+                         f"{', '.join(fell_back[:8])}{' ...' if len(fell_back) > 8 else ''}: a silent fallback "
+                         "on those nodes (named as suspects)"))
         else:
             rows.append(("transport", "PASS", f"NCCL over {', '.join(ib)}"))
             channels = [m.group(1) for m in _NET_CHANNEL.finditer(log_text)]
@@ -321,7 +370,7 @@ def collect(run_dir: str, mode: str, manifest: dict | None) -> list[tuple[str, s
         _section(rows, f"preflight {os.path.basename(path)[:60]}", _preflight, path)
     if stages.get("probe") == "0":
         _section(rows, "probe", _probe, run_dir, manifest, mode)
-    _section(rows, "localize", localization_rows, run_dir)
+    _section(rows, "localize", localization_rows, run_dir, stages)
     try:
         stopped = read_text(os.path.join(run_dir, "stopped-after"))
     except Unreadable:
@@ -345,22 +394,45 @@ def load_suspects(run_dir: str) -> tuple[dict | None, list[dict]]:
     if not isinstance(result, dict):
         return None, []
     suspects = result.get("suspects") if isinstance(result.get("suspects"), list) else []
-    keys = {"node": str, "layer": str, "reason": str}
-    return result, [s for s in suspects if isinstance(s, dict) and all(isinstance(s.get(k), t) for k, t in keys.items())
-                    and re.fullmatch(r"[A-Za-z0-9._-]+", s["node"])
-                    and all(s.get(k) is None or isinstance(s.get(k), (int, float)) for k in ("figure", "peers_median"))]
+    return result, [s for s in suspects if suspect_ok(s)]
 
 
-def localization_rows(run_dir: str) -> list[tuple[str, str, str]]:
+LAYERS = ("gpu", "node-link", "network", "config", "unresponsive")  # as scripts/localize.py names them
+
+
+def suspect_ok(s) -> bool:
+    """A suspect as localize.py writes it: a Slurm node name, a known layer, finite figures. Anything
+    else is dropped: these strings end up in exclude.txt, drain.sh and the printed table."""
+    def number(v):
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e30
+                             and math.isfinite(v))  # a JSON integer of 400 digits: no float, no traceback
+    return (isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("node", "layer", "reason"))
+            and re.fullmatch(r"[A-Za-z0-9._-]{1,200}", s["node"]) is not None and s["layer"] in LAYERS
+            and number(s.get("figure")) and number(s.get("peers_median")))
+
+
+def localization_rows(run_dir: str, stages: dict | None = None) -> list[tuple[str, str, str]]:
     result, suspects = load_suspects(run_dir)
     if result is None:
+        signalled = read_text(os.path.join(run_dir, "signalled")) or ""
+        if "probe" in (stages or {}) and not signalled.strip().endswith(" probe"):
+            return [("localize", "WARN", "wrote no result (localize.json): killed or crashed, see localize.log; "
+                                         "no node was judged, exclude.txt is empty for that reason")]
         return []
     if not result.get("ran"):
-        return [("localize", "PASS", f"not run: {result.get('why')}")]
+        return [("localize", "PASS", f"not run: {str(result.get('why'))[:200]}")]
+    rows = []
+    if result.get("error"):
+        rows.append(("localize", "WARN", f"did not finish: {str(result['error'])[:300]}; no node was judged, "
+                                         "exclude.txt is empty for that reason"))
+    job_level = result.get("job_level") if isinstance(result.get("job_level"), list) else []
+    rows += [("localize job-wide", "WARN", str(j)[:300]) for j in job_level]
+    if result.get("error"):
+        return rows
     how = f"{result.get('rounds')} round(s), {result.get('steps')} srun step(s), {result.get('seconds')} s"
     if not suspects:
-        return [("localize", "PASS", f"no node stands out from its peers ({how})")]
-    return [(f"suspect {s['node']}", "FAIL", f"{s['layer']}: {s['reason']}") for s in suspects] + \
+        return rows + [("localize", "PASS", f"no node stands out from its peers ({how})")]
+    return rows + [(f"suspect {s['node']}", "FAIL", f"{s['layer']}: {s['reason']}") for s in suspects] + \
         [("localize", "FAIL", f"{len(suspects)} node(s) to exclude ({how})")]
 
 
@@ -374,12 +446,16 @@ def write_exclusions(run_dir: str, suspects: list[dict], job: str | None) -> str
         handle.write(nodes + "\n" if nodes else "")
     lines = ["#!/bin/sh", "# For an operator, after reading verdict.json: drains the nodes this smoke test named.",
              "# The job never runs this."]
+    job = job if job and re.fullmatch(r"[0-9_]{1,20}", job) else "?"
     for s in suspects:
         figure = "no figure" if s.get("figure") is None else f"{s['figure']:.3g}"
-        reason = f"smoke {job or '?'}: {s['layer']} {figure}".replace('"', "'")
-        lines.append(f'scontrol update NodeName={s["node"]} State=DRAIN Reason="{reason}"')
-    with open(os.path.join(run_dir, "drain.sh"), "w", encoding="utf-8") as handle:
+        # single quotes (shlex): nothing in the reason is expanded when an operator runs the file
+        reason = shlex.quote(f"smoke {job}: {s['layer']} {figure}")
+        lines.append(f"scontrol update NodeName={shlex.quote(s['node'])} State=DRAIN Reason={reason}")
+    path = os.path.join(run_dir, "drain.sh")
+    with open(path, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
+    os.chmod(path, 0o755)  # noqa: S103 - a script for the operator, #!/bin/sh
     return nodes
 
 
@@ -409,8 +485,18 @@ def main(argv: list[str] | None = None) -> int:
         rows = [("job", "FAIL", "no stage reported anything")]
     result = overall(rows)
     _, suspects = load_suspects(args.run_dir)
+    try:
+        named = {x["node"] for x in suspects}
+        suspects += [x for x in transport_suspects(args.run_dir, load_manifest(args.preset) or {}, args.mode)
+                     if x["node"] not in named]
+    except Exception as exc:  # noqa: BLE001 - the verdict is still written
+        print(f"verdict: transport suspects not judged ({type(exc).__name__})", file=sys.stderr)
     job = os.environ.get("SLURM_JOB_ID")
-    write_exclusions(args.run_dir, suspects, job)
+    try:
+        write_exclusions(args.run_dir, suspects, job)
+    except OSError as exc:
+        rows.append(("exclude.txt", "FAIL", f"cannot write exclude.txt or drain.sh: {exc.strerror}"))
+        result = "FAIL"
     payload = {"verdict": result, "mode": args.mode, "preset": os.path.basename(os.path.normpath(args.preset)),
                "job_id": job,
                "checks": [{"check": c, "state": s, "detail": d} for c, s, d in rows],

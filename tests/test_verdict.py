@@ -235,3 +235,25 @@ def test_container_that_did_not_start_is_named(tmp_path):
     _, result = judge(tmp_path, mode="container-functional", preset="ethernet-only")
     stage = next(c for c in result["checks"] if c["check"] == "stage preflight")
     assert "the container did not start on node2 (pyxis: container start failed with error code: 1)" in stage["detail"]
+
+
+def test_one_node_falling_back_to_sockets_is_named_config(tmp_path):
+    """Node2's NCCL used sockets while node1's used IB (hand-written from the pattern of nccl-ib.log
+    and nccl-socket-fallback.log; node2's host name is not its Slurm name, as with an FQDN host).
+    Before, IB on any node made the transport check pass and nobody was named."""
+    run = probe_run(tmp_path, "probe-2node-healthy.json", "nccl-ib.log")
+    probe = json.loads((run / "probe.json").read_text())
+    probe["host_names"] = {"node1": "node1", "gpu-a17": "node2"}
+    (run / "probe.json").write_text(json.dumps(probe))
+    socket_lines = (LOGS / "nccl-socket-fallback.log").read_text().replace("0: node1:", "1: gpu-a17:")
+    (run / "probe.log").write_text((LOGS / "nccl-ib.log").read_text() + socket_lines)
+    code, result = judge(run)
+    transport = next(c for c in result["checks"] if c["check"] == "transport")
+    assert (code, transport["state"]) == (1, "FAIL") and "over sockets on node2" in transport["detail"]
+    assert [(s["node"], s["layer"]) for s in result["suspects"]] == [("node2", "config")]
+    assert (run / "exclude.txt").read_text() == "node2\n"
+
+
+def test_every_node_on_sockets_is_job_wide_and_names_nobody(tmp_path):
+    code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", "nccl-socket-fallback.log"))
+    assert code == 1 and result["suspects"] == [] and (tmp_path / "exclude.txt").read_text() == ""
