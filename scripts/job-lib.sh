@@ -440,7 +440,8 @@ smoke_stage() {
 
 # smoke_localize PROBE_STATUS: narrow a failed or uneven probe down to the nodes to exclude, with
 # srun steps on subsets of the allocation (scripts/localize.py). SMOKE_LOCALIZE=auto (default)
-# runs it only when the probe failed or its per-node figures disagree; always; never. It writes
+# runs it only when the probe failed, wrote nothing, its per-node figures disagree or (full mode)
+# the job is below the preset; always; never. It writes
 # localize.json and never fails the job itself: the verdict judges.
 smoke_localize() {
     local python=${SMOKE_VERDICT_PYTHON:-python3}

@@ -111,18 +111,32 @@ def low_outliers(figures: dict[str, float], noise: float, floor: float) -> dict[
     return named
 
 
+# The MAD of the upper half of normally spread figures is 0.40 sigma (a half-normal's), not the
+# 0.674 sigma of the whole: 1 / 0.3994 instead of 1.4826 turns it into the spread of all of them.
+HALF_MAD_TO_SIGMA = 2.504
+
+
 def reference(figures: list[float], noise: float, floor: float) -> tuple[float, float]:
     """(reference, limit) for group tests: the median of the upper half of the figures (their best
     when fewer than 3), so that up to half the groups can be slow without dragging the reference
-    down. The limit's spread comes from all the figures: the upper half alone is narrower than the
-    healthy groups' real spread, and healthy groups 3 % apart (simulated) then fell below it in up
-    to 43 % of runs."""
+    down. The limit's spread is the upper half's MAD scaled to the spread of all healthy groups
+    (HALF_MAD_TO_SIGMA); scaled like a whole sample's MAD (1.4826, until 2026-12-03) it was 40 %
+    too narrow, and healthy groups 3 % apart were named in up to 59 % of simulated runs."""
     upper = sorted(figures)[len(figures) // 2:]
     if len(upper) < 3:
         top = max(figures)
         return top, max(floor, margin(noise)) * top
     ref = statistics.median(upper)
-    return ref, ref * spread(figures, noise, floor)
+    logs = [math.log(max(v, 1e-12)) for v in upper]
+    log_med = statistics.median(logs)
+    sigma = HALF_MAD_TO_SIGMA * statistics.median(abs(v - log_med) for v in logs)
+    # second pass: the spread of every figure that the first estimate does not already call slow,
+    # the lower healthy half included (twice the sample: half the error of the estimate)
+    kept = [math.log(v) for v in figures if v > 0 and math.log(v) > math.log(ref) - K_NOISE * sigma]
+    if len(kept) > len(upper):
+        kept_med = statistics.median(kept)
+        sigma = max(sigma, 1.4826 * statistics.median(abs(v - kept_med) for v in kept))
+    return ref, ref * max(floor, margin(noise), 1 - math.exp(-K_NOISE * sigma))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,11 +184,20 @@ class GroupSearch:
 
     Round 1 runs disjoint groups of `group` nodes (default: pairs, larger groups once there would
     be more than max_steps of them, so one round is at most max_steps concurrent steps). A group
-    is slow when its figure is below the reference (median of the round-1 groups; their best when
-    fewer than 3) by more than the threshold. A slow group of 4 or more is split in halves, tested
-    next round; a slow group of 2 or 3 has each member tested in a pair with a node already known
-    good, which confirms or clears it. Each node is in at most one step per round; a round runs
-    at most max_steps steps (the rest wait for the next round)."""
+    is slow when its figure is below the reference (the median of the upper half of the round-1
+    groups; their best when fewer than 3) by more than the threshold. A slow group of 4 or more is
+    split in halves, tested next round; a slow group of 2 or 3 has each member tested in a pair with
+    a node already known good, which confirms or clears it. Each node is in at most one step per
+    round; a round runs at most max_steps steps (the rest wait for the next round).
+
+    Bus bandwidth depends on how many nodes share the all-reduce: a pair is faster than a group of
+    64. Halves and confirming pairs of another size than round 1's groups are therefore judged
+    against control steps of their own size, run in the same round on nodes already known good
+    (up to CONTROLS of them; their median, or best when fewer than 3), with round 1's relative limit.
+    Without them a node 6 % slow, halved out of a group of 64 into groups of 32 and then paired,
+    was cleared against the 64-node reference. Up to 128 nodes (pairs in round 1) nothing changes."""
+
+    CONTROLS = 3
 
     def __init__(self, nodes: list[str], noise: float, floor: float, max_steps: int = 64, group: int | None = None):
         self.nodes = list(nodes)
@@ -187,11 +210,13 @@ class GroupSearch:
             count = len(nodes) // size
             for i in range(count):  # sizes differ by at most one: no lone node
                 self.queue.append(("group", tuple(self.nodes[i::count])))
+        self.first_sizes = {len(members) for _, members in self.queue}  # judged by the round-1 reference
         self.initial: list = []  # round-1 results, judged together once every first group ran
         self.good: set[str] = set()
         self.suspects: dict[str, dict] = {}
         self.reference: float | None = None
         self.limit = 0.0
+        self.by_size: dict[int, float] = {}  # reference measured by control steps, per step size
         self.rounds = self.steps = 0
         self.history: list[dict] = []
         self.job_level: list[str] = []  # what concerns the whole search, not one node
@@ -207,7 +232,7 @@ class GroupSearch:
             if kind == "confirm":
                 partner = next((n for n in spare if n not in busy), None)
                 if partner is None:
-                    if not self.good:  # nobody is known good: nothing to confirm against
+                    if not self.good:  # nobody is known good: nothing to compare against
                         self._name(members[0], None, "in a slow group; no node known good to confirm against")
                     else:
                         later.append((kind, members))
@@ -218,7 +243,22 @@ class GroupSearch:
                 tests.append((kind, members, members))
                 busy.update(members)
         self.queue = later
+        if self.reference is not None:  # controls for sizes round 1 did not measure
+            for size in sorted({len(ran_on) for _, _, ran_on in tests} - self.first_sizes - set(self.by_size)):
+                for _ in range(self.CONTROLS):
+                    free = [n for n in spare if n not in busy]
+                    if len(tests) >= self.max_steps or len(free) < size:
+                        break
+                    tests.append(("control", (), tuple(free[:size])))
+                    busy.update(free[:size])
         return tests
+
+    def judge_by(self, size: int) -> tuple[float, float]:
+        """(reference, limit) for a step of `size` nodes."""
+        if size in self.by_size:
+            ref = self.by_size[size]
+            return ref, ref * self.limit / self.reference
+        return self.reference, self.limit
 
     def record(self, results: list[tuple[str, tuple[str, ...], tuple[str, ...], float | None]]) -> None:
         """Feed one round's results: (kind, tested, ran_on, figure or None when the step failed)."""
@@ -236,11 +276,24 @@ class GroupSearch:
                 self.queue = []
                 return
             self.reference, self.limit = reference(figures, self.noise, self.floor)
+        controls: dict[int, list[float]] = {}
+        for kind, _tested, ran_on, figure in results:
+            if kind == "control":
+                self.history.append({"round": self.rounds, "kind": kind, "nodes": list(ran_on), "figure": figure,
+                                     "slow": None})
+                if figure:
+                    controls.setdefault(len(ran_on), []).append(figure)
+        for size, figures in controls.items():  # smaller groups are not slower: a control only raises the bar
+            measured = statistics.median(figures) if len(figures) >= 3 else max(figures)
+            self.by_size[size] = max(measured, self.reference)
         slow = []
         for kind, tested, ran_on, figure in results:
-            bad = figure is None or self.reference - figure > self.limit
+            if kind == "control":
+                continue
+            ref, limit = self.judge_by(len(ran_on))
+            bad = figure is None or ref - figure > limit
             self.history.append({"round": self.rounds, "kind": kind, "nodes": list(ran_on),
-                                 "figure": figure, "slow": bad})
+                                 "figure": figure, "slow": bad, **({"reference": ref} if ref != self.reference else {})})
             if bad:
                 slow.append((kind, tested, ran_on, figure))
             else:
@@ -249,7 +302,8 @@ class GroupSearch:
                     self.suspects.pop(node, None)
         for kind, tested, ran_on, figure in slow:
             if kind == "confirm":
-                self._name(tested[0], figure, f"slow in a pair with {ran_on[-1]}, a node known good")
+                self._name(tested[0], figure, f"slow in a pair with {ran_on[-1]}, a node known good",
+                           self.judge_by(len(ran_on))[0])
             elif len(tested) >= 4:
                 half = len(tested) // 2
                 self.queue += [("half", tested[:half]), ("half", tested[half:])]
@@ -257,8 +311,9 @@ class GroupSearch:
                 queued = {m for _, members in self.queue for m in members}
                 self.queue += [("confirm", (node,)) for node in tested if node not in self.good and node not in queued]
 
-    def _name(self, node, figure, reason):
-        self.suspects[node] = {"node": node, "figure": figure, "peers_median": self.reference, "reason": reason}
+    def _name(self, node, figure, reason, reference: float | None = None):
+        self.suspects[node] = {"node": node, "figure": figure, "peers_median": reference or self.reference,
+                               "reason": reason}
 
     def run(self, measure, max_rounds: int = 12) -> dict[str, dict]:
         """Drive the search with measure(list of (kind, tested, ran_on)) -> figures; returns suspects."""

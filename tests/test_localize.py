@@ -74,7 +74,9 @@ def test_group_search_finds_the_bad_nodes_in_bounded_rounds(n, k):
     group = max(2, math.ceil(n / 64))
     assert rounds <= 2 + math.ceil(math.log2(group)) + (1 if k else 0)  # first round, halvings, confirm
     assert steps < n * (n - 1) // 2 or n <= 4  # never all pairs (at N = 4 pairs are the groups)
-    assert steps <= math.ceil(n / group) + 2 * k * (math.ceil(math.log2(group)) + 2)
+    # + control steps: up to 3 per step size that round 1 did not measure (halves, confirming pairs)
+    controls = localize.GroupSearch.CONTROLS * (math.ceil(math.log2(group)) + 1) if group > 2 else 0
+    assert steps <= math.ceil(n / group) + 2 * k * (math.ceil(math.log2(group)) + 2) + controls
 
 
 def test_three_nodes_use_the_three_pairs():
@@ -97,16 +99,20 @@ def test_one_step_per_round_still_has_two_groups_to_compare():
     assert localize.simulate(8, {5}, max_steps=1)[2] == {"n5"}
 
 
-def test_healthy_groups_a_few_percent_apart_name_nobody():
-    """Healthy group figures spread 2 % (normal): the limit's spread comes from all round-1 groups,
-    not only their upper half (which named a healthy node in up to 59 % of runs at 3 %)."""
+def test_healthy_groups_a_few_percent_apart_are_rarely_named():
+    """Healthy group figures 3 % apart (normal; 64 nodes, 100 runs; bench/group_noise.py). The limit's
+    spread was the upper half's MAD scaled like a whole sample's: 40 % too narrow, a healthy node
+    named in 59 of 100 runs. Now the half-normal scale and a second pass over every figure not
+    already slow."""
     rng = random.Random(7)
     false = 0
-    for n in (16, 64, 256):
-        for _ in range(40):
-            search = localize.GroupSearch([f"n{i}" for i in range(n)], 0.002, 0.05)
-            false += bool(search.run(lambda tests: [rng.gauss(1, 0.02) for _ in tests]))
-    assert false <= 2, false  # of 120 runs (the old reference: 10 of 120)
+    for _ in range(100):
+        search = localize.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
+        false += bool(search.run(lambda tests: [rng.gauss(1, 0.03) for _ in tests]))
+    assert false <= 20, false  # this seed: 13 (bench: 6 % over 200 runs); the old limit: 59
+    for _ in range(100):  # 1 % apart: nobody, ever
+        search = localize.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
+        assert search.run(lambda tests: [rng.gauss(1, 0.01) for _ in tests]) == {}
 
 
 def test_a_node_10_percent_slow_among_groups_2_percent_apart_is_named():
@@ -117,6 +123,25 @@ def test_a_node_10_percent_slow_among_groups_2_percent_apart_is_named():
         found += "n9" in search.run(lambda tests: [rng.gauss(1, 0.02) * (0.9 if "n9" in ran_on else 1)
                                                    for _, _, ran_on in tests])
     assert found >= 45, found
+
+
+def size_dependent(bad: set[str], slow: float):
+    """Bus bandwidth that falls with the group's size (3 % per doubling), one node `slow` below."""
+    def measure(tests):
+        return [(1 - 0.03 * math.log2(len(ran_on))) * ((1 - slow) if bad & set(ran_on) else 1)
+                for _, _, ran_on in tests]
+    return measure
+
+
+@pytest.mark.parametrize("n", [256, 1024, 4096])
+def test_halves_and_pairs_are_judged_against_steps_of_their_own_size(n):
+    """Above 128 nodes round 1 runs groups of N/64; a pair is faster than such a group. A node 6 %
+    slow was cleared when its confirming pair was judged against the round-1 groups' figure."""
+    search = localize.GroupSearch([f"n{i}" for i in range(n)], 0.002, localize.FLOOR["full"])
+    assert set(search.run(size_dependent({"n37"}, 0.06))) == {"n37"}
+    assert 2 in search.by_size and search.by_size[2] > search.reference
+    healthy = localize.GroupSearch([f"n{i}" for i in range(n)], 0.002, localize.FLOOR["full"])
+    assert healthy.run(size_dependent(set(), 0.0)) == {}
 
 
 def node_report(host, gemm=1.0, seen=2, allocated=2, intra=0.5):
