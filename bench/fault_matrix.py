@@ -178,11 +178,14 @@ def evidence(job: str, tail: int = 20) -> dict:
     return out
 
 
-def _json(path: Path):
+def _json(path: Path) -> dict | None:
+    """A run's JSON report (verdict, probe, localize, group): an object, or None when it is missing,
+    unreadable or anything else."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        value = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
         return None
+    return value if isinstance(value, dict) else None
 
 
 def rejudge(row: dict) -> dict:
