@@ -36,6 +36,15 @@ CGROUP = Path("/sys/fs/cgroup/cpu")
 ENV = {**os.environ, "SLURM_CONF": str(STATE / "slurm.conf")}
 
 
+# The nodes' host names are FQDNs while their Slurm names are short (node1.cluster.test vs node1), as
+# on many real clusters: localization must file and find every report under the Slurm name.
+HOST_SUFFIX = ".cluster.test"
+
+
+def cluster_up():
+    return sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4", "--host-suffix", HOST_SUFFIX, check=False)
+
+
 def sh(*cmd, check=True):
     return subprocess.run(cmd, capture_output=True, text=True, check=check, env=ENV)
 
@@ -286,7 +295,7 @@ def main(argv=None) -> int:
         print(f"fault_matrix: unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}", file=sys.stderr)
         return 2
     rng = random.Random(args.seed)
-    up = sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4", check=False)
+    up = cluster_up()
     if up.returncode != 0:
         print(f"fault_matrix: local-cluster up failed:\n{up.stdout}{up.stderr}", file=sys.stderr)
         return 1

@@ -23,7 +23,8 @@ def cluster4():
         if os.environ.get("CI") == "true":
             pytest.fail("end-to-end tests need root under CI")
         pytest.skip("end-to-end tests need root (they start slurmctld, slurmd and munge)")
-    matrix.sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4")
+    up = matrix.cluster_up()  # host names node1.cluster.test, Slurm names node1
+    assert up.returncode == 0, up.stdout + up.stderr
     yield
     matrix.sh(str(ROOT / "scripts" / "local-cluster"), "down", check=False)
 
