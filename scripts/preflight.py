@@ -183,7 +183,8 @@ def main() -> int:
         "image_writable": check_image_writable(mode),
     }
     failed = False
-    report = {"host": host, "node_id": os.environ.get("SLURM_NODEID"), "checks": {}}
+    # hostname: what NCCL's log lines start with (the verdict maps them back to this Slurm name)
+    report = {"host": host, "hostname": socket.gethostname(), "node_id": os.environ.get("SLURM_NODEID"), "checks": {}}
     for name, (ok, detail) in checks.items():
         state = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
         failed |= ok is False

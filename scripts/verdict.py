@@ -103,6 +103,26 @@ def nccl_fallback(log_text: str, host_names) -> tuple[list[str], list[str]]:
     return ib, fell_back
 
 
+def host_names(run_dir: str) -> dict[str, str]:
+    """NCCL's host names (cut at the first dot) -> Slurm node names, from the preflight reports (every
+    node writes one before the probe) and probe.json's host_names; a failed probe leaves no probe.json."""
+    names: dict[str, str] = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, "preflight", "*.json"))):
+        try:
+            report = json.loads(read_text(path) or "null")
+        except (Unreadable, ValueError, RecursionError):
+            continue
+        if isinstance(report, dict) and isinstance(report.get("host"), str) and isinstance(report.get("hostname"), str):
+            names[report["hostname"].split(".")[0]] = report["host"]
+    try:
+        probe = json.loads(read_text(os.path.join(run_dir, "probe.json")) or "null")
+    except (Unreadable, ValueError, RecursionError):
+        probe = None
+    if isinstance(probe, dict) and isinstance(probe.get("host_names"), dict):
+        names.update({str(k): str(v) for k, v in probe["host_names"].items()})
+    return names
+
+
 def transport_suspects(run_dir: str, manifest: dict, mode: str) -> list[dict]:
     """`config` suspects: on an RDMA topology, the nodes whose NCCL used sockets while their peers
     used IB (a node's HCA down, its driver or the container missing it). When no node used IB the
@@ -111,15 +131,14 @@ def transport_suspects(run_dir: str, manifest: dict, mode: str) -> list[dict]:
     if mode in FUNCTIONAL_MODES or fabric not in RDMA_FABRICS:
         return []
     try:
-        probe = json.loads(read_text(os.path.join(run_dir, "probe.json")) or "null")
         log_text = read_text(os.path.join(run_dir, "probe.log")) or ""
-    except (Unreadable, ValueError, RecursionError):
+    except Unreadable:
         return []
-    if not isinstance(probe, dict):
-        return []
-    ib, fell_back = nccl_fallback(log_text, probe.get("host_names"))
+    names = host_names(run_dir)
+    ib, fell_back = nccl_fallback(log_text, names)
     if not ib:
         return []
+    fell_back = [node for node in fell_back if node in names.values()]  # only a name Slurm gave
     return [s for s in ({"node": node, "layer": "config", "figure": None, "peers_median": None,
                          "reason": f"NCCL fell back to sockets on this node while its peers used {', '.join(ib)} "
                                    "(its HCAs down, a missing driver or device in its container?)"}

@@ -254,6 +254,20 @@ def test_one_node_falling_back_to_sockets_is_named_config(tmp_path):
     assert (run / "exclude.txt").read_text() == "node2\n"
 
 
+def test_a_failed_probe_still_names_the_node_on_sockets_from_the_preflight_reports(tmp_path):
+    """Mixed transports can fail the probe itself (no probe.json): the preflight reports, written on
+    every node before it, map NCCL's host names to Slurm's. An unknown host name is never named."""
+    run = run_dir(tmp_path, stages="preflight 0\nprobe 1\n")
+    (run / "preflight").mkdir()
+    for node, host in (("node1", "node1"), ("node2", "gpu-a17.cluster.test")):
+        (run / "preflight" / f"{node}.json").write_text(json.dumps({"host": node, "hostname": host, "checks": {}}))
+    socket_lines = (LOGS / "nccl-socket-fallback.log").read_text()
+    (run / "probe.log").write_text((LOGS / "nccl-ib.log").read_text() + socket_lines.replace("0: node1:", "1: gpu-a17:")
+                                   + socket_lines.replace("0: node1:", "2: stranger:"))
+    code, result = judge(run)
+    assert code == 1 and [(s["node"], s["layer"]) for s in result["suspects"]] == [("node2", "config")]
+
+
 def test_every_node_on_sockets_is_job_wide_and_names_nobody(tmp_path):
     code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", "nccl-socket-fallback.log"))
     assert code == 1 and result["suspects"] == [] and (tmp_path / "exclude.txt").read_text() == ""
