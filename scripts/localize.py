@@ -40,6 +40,10 @@ FLOOR = {"full": 0.05, "functional": 0.6}
 # shared cores varies up to 4x between healthy pairs, and 2.8x between healthy nodes' intra-node
 # figures, of one run (measured on the local cluster): functional mode names only a 10x gap.
 NET_FLOOR = {"full": 0.05, "functional": 0.9}
+# The probe's largest all-reduce on GPUs (probe.py's sizes end there), the size the presets'
+# intra_node_busbw_gbs floors are figures for: the intra-node check runs at the probe's own largest
+# size, at this one when the probe wrote nothing.
+PROBE_LARGEST_GPU_BYTES = 4 * 2**30
 K_NOISE = 3.0  # a figure must sit further than 3 repeat spreads (and 3 MADs of its peers) below the median: margin()
 LAYERS = ("gpu", "node-link", "network", "config", "unresponsive")
 
@@ -356,13 +360,11 @@ def judge_nodes(nodes: list[str], reports: dict[str, dict], mode: str, expect: d
             suspects.setdefault(node, {"node": node, "layer": layer, "figure": figure, "peers_median": median,
                                        "reason": reason})
 
-    name({n: (None, None, "no result from its per-node check within the step's time limit (a hung or missing rank)")
-          for n in nodes if n not in reports}, "unresponsive", len(nodes),
-         "no result from the per-node check (see localize.log)")
     alive = {n: r for n, r in reports.items() if n in nodes and _report_ok(r)}
-    for node in set(reports) - set(alive):
-        suspects.setdefault(node, {"node": node, "layer": "unresponsive", "figure": None, "peers_median": None,
-                                   "reason": "its per-node check wrote an unusable result"})
+    name({n: (None, None, "no result from its per-node check within the step's time limit (a hung or missing rank)"
+              if n not in reports else "its per-node check wrote an unusable result")
+          for n in nodes if n not in alive}, "unresponsive", len(nodes),
+         "no usable result from the per-node check (see localize.log)")
     name({n: (r["gpus_seen"], r["gpus_allocated"], f"sees {r['gpus_seen']} GPU(s), Slurm allocated {r['gpus_allocated']}")
           for n, r in alive.items() if r["gpus_seen"] != r["gpus_allocated"]}, "config", len(alive),
          "the GPUs seen differ from those Slurm allocated")
@@ -425,7 +427,12 @@ def launch(name: str, nodes: list[str], program: list[str], env: dict, log, inde
     prefix = [a for a in os.environ.get("SMOKE_STEP_PREFIX", "").split("\n") if a]
     root = os.environ["SMOKE_ROOT"]
     cmd = srun_base(name, nodes, independent) + extra + prefix + [f"{root}/scripts/torchrun-node"] + program
-    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    LAUNCHED.append(proc)
+    return proc
+
+
+LAUNCHED: list[subprocess.Popen] = []  # every step started, ended by drive() when Slurm stops the job
 
 
 def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float) -> None:
@@ -534,25 +541,36 @@ def knobs(env) -> dict:
 def drive(args) -> int:
     """Write localize.json whatever happens: a bad setting, a failing scontrol or Slurm's SIGTERM
     leave {"ran": true, "error": ...}, which the verdict reports; an absent file would read as
-    "nobody suspect"."""
+    "nobody suspect". On SIGTERM the steps still running are ended first."""
     started = time.monotonic()
     result_path = os.path.join(args.out, "localize.json")
 
     def stopped(signum, _frame):
         raise Stopped(f"stopped by signal {signum} (the job's time limit or scancel)")
-    signal.signal(signal.SIGTERM, stopped)
+    previous = signal.signal(signal.SIGTERM, stopped)
     try:
         return _drive(args, started, result_path)
     except (Exception, Stopped) as exc:  # noqa: BLE001 - reported in localize.json, then by the verdict
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the report short
+        for proc in LAUNCHED:
+            if proc.poll() is None:
+                proc.terminate()  # srun passes it on to the step's tasks
         why = str(exc) if isinstance(exc, (Stopped, ValueError)) else f"{type(exc).__name__}: {exc}"
         write_json(result_path, {"ran": True, "error": why[:300], "suspects": [], "job_level": [],
                                  "seconds": round(time.monotonic() - started, 1)})
         print(f"localize: did not finish: {why[:300]}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _drive(args, started: float, result_path: str) -> int:
     out = args.out
+    if os.environ.get("SMOKE_LOCALIZE") == "never":  # nothing else is read then
+        write_json(result_path, {"ran": False, "why": "SMOKE_LOCALIZE=never", "suspects": [], "job_level": [],
+                                 "rounds": 0, "steps": 0, "seconds": round(time.monotonic() - started, 3)})
+        print("localize: not run: SMOKE_LOCALIZE=never")
+        return 0
     settings = knobs(os.environ)
     expect = load_expectations(args.preset)
     probe = load_json(os.path.join(out, "probe.json"))
@@ -571,10 +589,10 @@ def _drive(args, started: float, result_path: str) -> int:
     per_node = os.path.join(out, "localize", "node")
     os.makedirs(per_node, exist_ok=True)
     # the intra-node all-reduce at the size the probe's verdict and the preset's floor use
-    size = ((probe or {}).get("allreduce") or [{}])[-1].get("bytes")
+    size = (((probe or {}).get("allreduce") or [{}])[-1].get("bytes")) or PROBE_LARGEST_GPU_BYTES
     # 1. per-node checks: one step, every node on its own (a standalone rendezvous on each node)
     env = step_env(base_port, {"SMOKE_NNODES": "1", "SMOKE_RDZV_ENDPOINT": "localhost:0",
-                               **({"SMOKE_LOCALIZE_INTRA_BYTES": str(size)} if size else {})})
+                               "SMOKE_LOCALIZE_INTRA_BYTES": str(size)})
     proc = launch("localize-node", nodes, me + ["worker", "--kind", "node", "--out", per_node], env, log, independent=True)
     wait_all([("localize-node", proc)], step_timeout)
     round_seconds = [round(time.monotonic() - started, 1)]
@@ -586,7 +604,8 @@ def _drive(args, started: float, result_path: str) -> int:
     suspects, noise, job_level = judge_nodes(nodes, reports, args.mode, expect)
     steps, rounds = 1, 1
     # 2. group tests among the nodes that passed
-    healthy = [n for n in nodes if n not in suspects]
+    # only nodes with a usable report: one ruled out job-wide (no result on most nodes) has none either
+    healthy = [n for n in nodes if n not in suspects and _report_ok(reports.get(n))]
     floor = NET_FLOOR[args.mode]
     search = GroupSearch(healthy, noise, floor, max_steps=settings["max_steps"])
     counter = [0]

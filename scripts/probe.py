@@ -24,7 +24,7 @@ from dist_exit import finish
 from localize import in_probe, node_name
 
 MIB = 2**20
-GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB
+GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB, the last localize.PROBE_LARGEST_GPU_BYTES (tested)
 CPU_SIZES = [2**16 * 4**k for k in range(3)]  # 64 KiB .. 1 MiB: functional mode checks plumbing only
 
 

@@ -89,18 +89,19 @@ def nccl_networks(log_text: str) -> set[str]:
 _NETWORK_BY_HOST = re.compile(r"^(?:\s*\d+: )?([A-Za-z0-9_-]+):\d+:\d+ \[\d+\] NCCL INFO Using network (\w+)", re.M)
 
 
-def nccl_fallback(log_text: str, host_names) -> tuple[list[str], list[str]]:
-    """(IB-family transports any node used, the Slurm nodes that used none of them): the nodes
-    whose NCCL fell back to sockets while their peers ran over IB. host_names (probe.json) maps
-    NCCL's host names to Slurm node names."""
+def nccl_fallback(log_text: str, host_names, known: set | None = None) -> tuple[list[str], list[str], int]:
+    """(IB-family transports any node used, the nodes that used none of them, how many nodes NCCL
+    reported from): the nodes whose NCCL fell back to sockets while their peers ran over IB.
+    host_names maps NCCL's host names to Slurm node names; with `known`, only those nodes count."""
     names = host_names if isinstance(host_names, dict) else {}
     by_node: dict[str, set] = {}
     for match in _NETWORK_BY_HOST.finditer(log_text):
         node = str(names.get(match.group(1), match.group(1)))
-        by_node.setdefault(node, set()).add(match.group(2))
+        if known is None or node in known:
+            by_node.setdefault(node, set()).add(match.group(2))
     ib = sorted({n for nets in by_node.values() for n in nets if IB_FAMILY.fullmatch(n)})
     fell_back = sorted(node for node, nets in by_node.items() if not any(IB_FAMILY.fullmatch(n) for n in nets))
-    return ib, fell_back
+    return ib, fell_back, len(by_node)
 
 
 def host_names(run_dir: str) -> dict[str, str]:
@@ -135,10 +136,10 @@ def transport_suspects(run_dir: str, manifest: dict, mode: str) -> list[dict]:
     except Unreadable:
         return []
     names = host_names(run_dir)
-    ib, fell_back = nccl_fallback(log_text, names)
-    if not ib:
+    # only names Slurm gave: a host NCCL reported that no preflight report or probe.json maps is never named
+    ib, fell_back, reporting = nccl_fallback(log_text, names, set(names.values()))
+    if not ib or len(fell_back) * 2 > reporting:  # none on IB, or most not: job-wide (the transport row)
         return []
-    fell_back = [node for node in fell_back if node in names.values()]  # only a name Slurm gave
     return [s for s in ({"node": node, "layer": "config", "figure": None, "peers_median": None,
                          "reason": f"NCCL fell back to sockets on this node while its peers used {', '.join(ib)} "
                                    "(its HCAs down, a missing driver or device in its container?)"}
@@ -169,14 +170,16 @@ def judge_probe(probe: dict, manifest: dict, mode: str, log_text: str) -> list[t
     if fabric in RDMA_FABRICS and probe["nodes"] > 1:  # RoCE runs NCCL's IB transport too
         nets = nccl_networks(log_text)
         ib = sorted(n for n in nets if IB_FAMILY.fullmatch(n))
-        _, fell_back = nccl_fallback(log_text, probe.get("host_names"))
+        _, fell_back, reporting = nccl_fallback(log_text, probe.get("host_names"))
         if not ib:
             rows.append(("transport", "FAIL", f"NCCL used {', '.join(sorted(nets)) or 'no network it reported'} "
                          f"on an {RDMA_FABRICS[fabric]} topology: a silent fallback"))
         elif fell_back:
-            rows.append(("transport", "FAIL", f"NCCL over {', '.join(ib)}, but over sockets on "
-                         f"{', '.join(fell_back[:8])}{' ...' if len(fell_back) > 8 else ''}: a silent fallback "
-                         "on those nodes (named as suspects)"))
+            shared = len(fell_back) * 2 > reporting
+            rows.append(("transport", "FAIL", f"NCCL over {', '.join(ib)}, but over sockets on {len(fell_back)} of "
+                         f"{reporting} node(s) ({', '.join(fell_back[:8])}{' ...' if len(fell_back) > 8 else ''}): "
+                         + ("most nodes: a job-wide cause (the image, NCCL_IB_HCA), not nodes to exclude" if shared
+                            else "a silent fallback on those nodes")))
         else:
             rows.append(("transport", "PASS", f"NCCL over {', '.join(ib)}"))
             channels = [m.group(1) for m in _NET_CHANNEL.finditer(log_text)]
@@ -436,14 +439,14 @@ def localization_rows(run_dir: str, stages: dict | None = None) -> list[tuple[st
         signalled = read_text(os.path.join(run_dir, "signalled")) or ""
         if "probe" in (stages or {}) and not signalled.strip().endswith(" probe"):
             return [("localize", "WARN", "wrote no result (localize.json): killed or crashed, see localize.log; "
-                                         "no node was judged, exclude.txt is empty for that reason")]
+                                         "localization judged no node (exclude.txt holds only what other checks named)")]
         return []
     if not result.get("ran"):
         return [("localize", "PASS", f"not run: {str(result.get('why'))[:200]}")]
     rows = []
     if result.get("error"):
-        rows.append(("localize", "WARN", f"did not finish: {str(result['error'])[:300]}; no node was judged, "
-                                         "exclude.txt is empty for that reason"))
+        rows.append(("localize", "WARN", f"did not finish: {str(result['error'])[:300]}; localization judged "
+                                         "no node (exclude.txt holds only what other checks named)"))
     job_level = result.get("job_level") if isinstance(result.get("job_level"), list) else []
     rows += [("localize job-wide", "WARN", str(j)[:300]) for j in job_level]
     if result.get("error"):
@@ -502,14 +505,17 @@ def main(argv: list[str] | None = None) -> int:
         rows = [("verdict", "FAIL", f"the run folder could not be judged ({type(exc).__name__}: {str(exc)[:200]})")]
     if not rows:
         rows = [("job", "FAIL", "no stage reported anything")]
-    result = overall(rows)
     _, suspects = load_suspects(args.run_dir)
     try:
         named = {x["node"] for x in suspects}
-        suspects += [x for x in transport_suspects(args.run_dir, load_manifest(args.preset) or {}, args.mode)
-                     if x["node"] not in named]
+        extra = [x for x in transport_suspects(args.run_dir, load_manifest(args.preset) or {}, args.mode)
+                 if x["node"] not in named]
     except Exception as exc:  # noqa: BLE001 - the verdict is still written
-        print(f"verdict: transport suspects not judged ({type(exc).__name__})", file=sys.stderr)
+        extra = []
+        rows.append(("transport suspects", "WARN", f"not judged ({type(exc).__name__})"))
+    rows += [(f"suspect {x['node']}", "FAIL", f"{x['layer']}: {x['reason']}") for x in extra]
+    suspects += extra
+    result = overall(rows)
     job = os.environ.get("SLURM_JOB_ID")
     try:
         write_exclusions(args.run_dir, suspects, job)

@@ -4,8 +4,13 @@ suspects, exclude.txt, drain.sh). The srun steps themselves run in tests/test_e2
 import importlib.util
 import json
 import math
+import os
 import random
+import signal
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -154,7 +159,7 @@ def test_a_cause_most_nodes_share_is_job_wide_not_suspects():
     nodes = ["n1", "n2", "n3", "n4"]
     # 3 of 4 without a result: the step did not start there, not three bad nodes
     suspects, _, job_level = localize.judge_nodes(nodes, {"n1": node_report("n1")}, "full", {})
-    assert suspects == {} and "3 of 4 nodes: no result" in job_level[0]
+    assert suspects == {} and "3 of 4 nodes: no usable result" in job_level[0]
     # 1 of 4: that node is named
     suspects, _, job_level = localize.judge_nodes(nodes, {n: node_report(n) for n in nodes[:3]}, "full", {})
     assert list(suspects) == ["n4"] and suspects["n4"]["layer"] == "unresponsive" and job_level == []
@@ -174,6 +179,14 @@ def test_an_unusable_report_is_unresponsive_not_a_traceback():
     reports["n2"] = {"gpus_seen": "eight"}
     suspects, _, _ = localize.judge_nodes(nodes, reports, "full", {})
     assert suspects["n2"]["layer"] == "unresponsive" and "unusable" in suspects["n2"]["reason"]
+
+
+def test_the_intra_node_default_is_the_probes_largest_size():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    probe_spec = importlib.util.spec_from_file_location("probe", ROOT / "scripts" / "probe.py")
+    probe = importlib.util.module_from_spec(probe_spec)
+    probe_spec.loader.exec_module(probe)
+    assert probe.GPU_SIZES[-1] == localize.PROBE_LARGEST_GPU_BYTES
 
 
 def test_reports_are_filed_under_the_slurm_node_name(monkeypatch):
@@ -374,3 +387,79 @@ def test_noisy_repeats_never_hide_a_group_140x_slower(noise):
     assert slow - {"node4"} <= search.good
     ref, limit = localize.reference([0.34, 0.0024], noise, localize.NET_FLOOR["functional"])  # the in-probe pairs
     assert ref - 0.0024 > limit
+
+
+def test_the_worker_and_preflight_file_their_reports_under_the_slurm_name(tmp_path):
+    """Real processes with SLURMD_NODENAME=gpu017 on a host of another name: the per-node worker (one
+    gloo rank) writes gpu017.json with host gpu017, preflight writes preflight/gpu017.json with the
+    host name beside it. Filed under the host name, the driver found no report: every node unresponsive."""
+    env = {**os.environ, "SLURMD_NODENAME": "gpu017", "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "SMOKE_OUT": str(tmp_path),
+           "SMOKE_MODE": "functional", "PYTHONPATH": str(ROOT / "scripts")}
+    folder = tmp_path / "node"
+    folder.mkdir()
+    worker = subprocess.run([sys.executable, str(ROOT / "scripts" / "localize.py"), "worker", "--kind", "node",
+                             "--out", str(folder)], env=env, capture_output=True, text=True, timeout=120)
+    assert worker.returncode == 0, worker.stderr[-2000:]
+    assert [p.name for p in folder.iterdir()] == ["gpu017.json"]
+    assert json.loads((folder / "gpu017.json").read_text())["host"] == "gpu017"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "preflight.py")], env=env, capture_output=True, timeout=120)
+    report = json.loads((tmp_path / "preflight" / "gpu017.json").read_text())
+    assert (report["host"], report["hostname"]) == ("gpu017", socket.gethostname())
+
+
+def test_sigterm_while_localizing_is_reported_and_the_handler_restored(tmp_path, monkeypatch):
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setenv("SMOKE_LOCALIZE", "always")
+    monkeypatch.setattr(localize, "job_nodes", lambda: os.kill(os.getpid(), signal.SIGTERM) or time.sleep(5))
+    args = localize.argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
+                                       mode="functional", probe_status=0)
+    assert localize.drive(args) == 1
+    result = json.loads((tmp_path / "localize.json").read_text())
+    assert result["ran"] and result["suspects"] == [] and "stopped by signal 15" in result["error"]
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class FakeStep:
+    """Test double for one srun step (no Slurm here): finished at once."""
+    def wait(self, timeout=None):
+        return 0
+
+    def poll(self):
+        return 0
+
+
+def test_nodes_ruled_out_job_wide_stay_out_of_the_group_tests(tmp_path, monkeypatch):
+    """5 of 8 nodes without a per-node result: job-wide, and those nodes are not put into group tests
+    (they were, and came back named `network`, most of the allocation in exclude.txt)."""
+    nodes = [f"n{i}" for i in range(8)]
+    alive = {"n3", "n6", "n7"}
+    grouped = []
+
+    def launch(name, on, program, env, log, independent=False):  # the srun boundary, as a test double
+        out = program[program.index("--out") + 1]
+        if "node" in program:
+            for node in alive & set(on):
+                report = {"host": node, "gpus_allocated": 2, "gpus_seen": 2, "ranks": 2, "gemm_tflops": 1.0,
+                          "gemm_repeats": [[1.0, 0.99]], "intra_busbw_gbs": 0.5, "intra_repeats": [0.5, 0.49]}
+                (tmp_path / "localize" / "node" / f"{node}.json").write_text(json.dumps(report))
+        else:
+            grouped.append(list(on))
+            (tmp_path / "localize" / os.path.basename(out)).write_text(json.dumps({"busbw_gbs": 1.0, "repeats": [1.0, 0.99]}))
+        return FakeStep()
+    monkeypatch.setattr(localize, "job_nodes", lambda: nodes)
+    monkeypatch.setattr(localize, "launch", launch)
+    monkeypatch.setenv("SMOKE_LOCALIZE", "always")
+    monkeypatch.setenv("SMOKE_ROOT", str(ROOT))
+    args = localize.argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
+                                       mode="functional", probe_status=0)
+    assert localize.drive(args) == 0
+    result = json.loads((tmp_path / "localize.json").read_text())
+    assert result["suspects"] == [] and "5 of 8 nodes: no usable result" in result["job_level"][0]
+    assert all(set(g) <= alive for g in grouped), grouped

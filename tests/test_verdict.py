@@ -249,7 +249,7 @@ def test_one_node_falling_back_to_sockets_is_named_config(tmp_path):
     (run / "probe.log").write_text((LOGS / "nccl-ib.log").read_text() + socket_lines)
     code, result = judge(run)
     transport = next(c for c in result["checks"] if c["check"] == "transport")
-    assert (code, transport["state"]) == (1, "FAIL") and "over sockets on node2" in transport["detail"]
+    assert (code, transport["state"]) == (1, "FAIL") and "over sockets on 1 of 2 node(s) (node2)" in transport["detail"]
     assert [(s["node"], s["layer"]) for s in result["suspects"]] == [("node2", "config")]
     assert (run / "exclude.txt").read_text() == "node2\n"
 
@@ -266,6 +266,23 @@ def test_a_failed_probe_still_names_the_node_on_sockets_from_the_preflight_repor
                                    + socket_lines.replace("0: node1:", "2: stranger:"))
     code, result = judge(run)
     assert code == 1 and [(s["node"], s["layer"]) for s in result["suspects"]] == [("node2", "config")]
+    row = next(c for c in result["checks"] if c["check"] == "suspect node2")  # said, not only in suspects
+    assert row["state"] == "FAIL" and row["detail"].startswith("config: NCCL fell back to sockets")
+
+
+def test_most_nodes_on_sockets_is_job_wide_and_names_nobody(tmp_path):
+    """Three of four nodes on sockets: a shared cause (NCCL_IB_HCA, the image), not three nodes to drain."""
+    run = probe_run(tmp_path, "probe-2node-healthy.json", "nccl-ib.log")
+    probe = json.loads((run / "probe.json").read_text())
+    probe["host_names"] = {f"node{i}": f"node{i}" for i in range(1, 5)}
+    (run / "probe.json").write_text(json.dumps(probe))
+    socket_lines = (LOGS / "nccl-socket-fallback.log").read_text()
+    (run / "probe.log").write_text((LOGS / "nccl-ib.log").read_text() + "".join(
+        socket_lines.replace("0: node1:", f"{i}: node{i}:") for i in (2, 3, 4)))
+    code, result = judge(run)
+    transport = next(c for c in result["checks"] if c["check"] == "transport")
+    assert code == 1 and result["suspects"] == [] and "3 of 4 node(s)" in transport["detail"]
+    assert "job-wide" in transport["detail"] and (run / "exclude.txt").read_text() == ""
 
 
 def test_every_node_on_sockets_is_job_wide_and_names_nobody(tmp_path):
