@@ -21,6 +21,9 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from validator.catalog import RDMA_FABRICS  # noqa: E402  (standard library only)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from localize import LAYERS, hostlist  # noqa: E402  (this folder; standard library only)
+
 _ITER = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?lm loss: ([0-9.eE+-]+|nan|inf)", re.IGNORECASE)
 _TFLOPS = re.compile(r"throughput per GPU \(TFLOP/s/GPU\): ([0-9.]+)")
 # torchrun's summary of the first rank that failed
@@ -419,9 +422,6 @@ def load_suspects(run_dir: str) -> tuple[dict | None, list[dict]]:
     return result, [s for s in suspects if suspect_ok(s)]
 
 
-LAYERS = ("gpu", "node-link", "network", "config", "unresponsive")  # as scripts/localize.py names them
-
-
 def suspect_ok(s) -> bool:
     """A suspect as localize.py writes it: a Slurm node name, a known layer, finite figures. Anything
     else is dropped: these strings end up in exclude.txt, drain.sh and the printed table."""
@@ -461,8 +461,6 @@ def localization_rows(run_dir: str, stages: dict | None = None) -> list[tuple[st
 def write_exclusions(run_dir: str, suspects: list[dict], job: str | None) -> str:
     """exclude.txt (one Slurm hostlist, empty when nobody is suspect) and drain.sh (for an
     operator; the job never runs it). Returns the hostlist."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from localize import hostlist
     nodes = hostlist(s["node"] for s in suspects)
     with open(os.path.join(run_dir, "exclude.txt"), "w", encoding="utf-8") as handle:
         handle.write(nodes + "\n" if nodes else "")
