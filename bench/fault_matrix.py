@@ -5,7 +5,7 @@ SMOKE_STOP_AFTER=probe), and check that the verdict names that node and nobody e
     make fault-matrix                                  # every fault, FAULT_RUNS runs each (default 20)
     bench/fault_matrix.py --faults nic,hang --runs 3 --results r.jsonl   # a slice, appended
     bench/fault_matrix.py --report r.jsonl             # the table from what ran
-    bench/fault_matrix.py --rejudge r.jsonl            # the same runs judged by the current localize.py
+    bench/fault_matrix.py --rejudge r.jsonl            # the same runs judged by the current smoke.localize
 
 Faults (real ones where this machine has them): nic = the node's eth0 throttled to 20 Mbit/s with
 tc tbf in its network namespace; cpu = the node's slurmd (and so every process of its steps) in a
@@ -26,6 +26,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from smoke.localize.judge import judge_nodes
+from smoke.localize.search import GroupSearch
+from smoke.localize.stats import NET_FLOOR, robust_noise
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = Path("/run/smoke-cluster")
@@ -89,7 +93,7 @@ class Fault:
                     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if (b"probe.py" in cmdline or b"localize.py" in cmdline) and b"LOCAL_RANK=0" in environ:
+                if (b"smoke.probe" in cmdline or b"smoke.localize.worker" in cmdline) and b"LOCAL_RANK=0" in environ:
                     try:
                         os.kill(int(pid), signal.SIGSTOP)
                         stopped.add(pid)
@@ -198,26 +202,22 @@ def _json(path: Path) -> dict | None:
 
 
 def rejudge(row: dict) -> dict:
-    """A recorded run judged again by the current scripts/localize.py, from what the run wrote: the
+    """A recorded run judged again by the current smoke.localize, from what the run wrote: the
     per-node reports, then the group search replayed on the recorded group figures (and their
     repeats). When the current code would run a group the run never ran, it cannot be replayed:
     {"replayed": False}. The in-probe trigger is not re-judged (its repeats are not recorded); the
     current margin is never larger than the old one, so a run that triggered localization still does."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("localize_now", ROOT / "scripts" / "localize.py")
-    now = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(now)
     run = ROOT / "smoke-runs" / row["job"]
     loc = _json(run / "localize.json") or {}
     if not loc.get("ran"):
         return {"replayed": True, "named": {}}
-    suspects, noise, _ = now.judge_nodes(NODES, loc.get("per_node") or {}, "functional", {})
+    suspects, noise, _ = judge_nodes(NODES, loc.get("per_node") or {}, "functional", {})
     named = {n: s["layer"] for n, s in suspects.items()}
     recorded = []
     for i, group in enumerate(loc.get("groups") or [], start=1):
         repeats = (_json(run / "localize" / f"group-{i}.json") or {}).get("repeats") or []
         recorded.append((tuple(group["nodes"]), group["figure"], repeats))
-    search = now.GroupSearch([n for n in NODES if n not in suspects], noise, now.NET_FLOOR["functional"])
+    search = GroupSearch([n for n in NODES if n not in suspects], noise, NET_FLOOR["functional"])
 
     def measure(tests):
         figures = []
@@ -227,7 +227,7 @@ def rejudge(row: dict) -> dict:
                 raise LookupError(ran_on)
             _, figure, repeats = recorded.pop(match)
             if repeats:
-                search.noise = max(search.noise, now.robust_noise([repeats]))
+                search.noise = max(search.noise, robust_noise([repeats]))
             figures.append(figure)
         return figures
     try:
@@ -264,7 +264,7 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default=str(ROOT / "smoke-runs" / "fault-matrix.jsonl"))
     parser.add_argument("--report", metavar="JSONL", help="print the table of a results file and stop")
     parser.add_argument("--rejudge", metavar="JSONL", help="judge a results file's runs again with the current "
-                        "localize.py (from their run folders) and print the table of that")
+                        "smoke.localize (from their run folders) and print the table of that")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--keep-cluster", action="store_true", help="leave the cluster up afterwards")
     args = parser.parse_args(argv)

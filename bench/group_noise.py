@@ -6,13 +6,10 @@ finds a slow one, when healthy groups' figures differ (normal around 1, sigma 1-
     python3 bench/group_noise.py [--runs 200]
 """
 import argparse
-import importlib.util
 import random
-from pathlib import Path
 
-spec = importlib.util.spec_from_file_location("localize", Path(__file__).resolve().parents[1] / "scripts" / "localize.py")
-localize = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(localize)
+from smoke.localize.search import GroupSearch
+from smoke.localize.stats import FLOOR
 
 
 def trial(n: int, sigma: float, slow: float, runs: int, seed: int = 1) -> tuple[float, float]:
@@ -23,7 +20,7 @@ def trial(n: int, sigma: float, slow: float, runs: int, seed: int = 1) -> tuple[
     for _ in range(runs):
         nodes = [f"n{i}" for i in range(n)]
         bad = nodes[rng.randrange(n)] if slow else None
-        search = localize.GroupSearch(nodes, 0.002, localize.FLOOR["full"])
+        search = GroupSearch(nodes, 0.002, FLOOR["full"])
         named = search.run(lambda tests: [rng.gauss(1, sigma) * ((1 - slow) if bad in ran_on else 1)
                                           for _, _, ran_on in tests])
         false += any(node != bad for node in named)

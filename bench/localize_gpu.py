@@ -3,12 +3,12 @@
     python3 bench/localize_gpu.py --out DIR [--healthy 6] [--preset presets/h100-ib-8port]
 
 What it measures, each as a fresh torchrun process (as every node of a job starts its own):
-  1. `--healthy` runs of the per-node check (`localize.py worker --kind node`: bf16 8192^3 x 10 GEMM,
+  1. `--healthy` runs of the per-node check (`python -m smoke.localize.worker --kind node`: bf16 8192^3 x 10 GEMM,
      5 repeats) on an idle GPU: each run's figure and the repeat noise the judgement uses;
   2. the same check while a second process shares the GPU (a "noisy neighbour" at two loads): a
      real slower GPU, not a number written by hand;
   3. the probe (`probe.py`, one rank) with its in-probe localization figures: the seconds they add;
-  4. the judgement itself (`localize.judge_nodes`, full mode, the preset's absolute floors), with
+  4. the judgement itself (`smoke.localize.judge.judge_nodes`, full mode, the preset's absolute floors), with
      the healthy runs as peers: healthy runs alone must name nobody, each degraded run among them
      must be named `gpu`.
 One GPU cannot run the intra-node all-reduce (NCCL refuses two ranks on one GPU): that waits for a
@@ -23,11 +23,11 @@ import subprocess
 import sys
 import time
 
+from smoke import manifest
+from smoke.localize.judge import judge_nodes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(os.path.dirname(HERE), "scripts")
-sys.path.insert(0, SCRIPTS)
-
-import localize  # noqa: E402
 
 NEIGHBOUR = r"""
 import sys, time, torch
@@ -47,14 +47,14 @@ while True:
 def torchrun(args: list[str], env: dict) -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1"] + args,
-                   env=env, check=True, cwd=SCRIPTS)
+                   env=dict(env, PYTHONPATH=SCRIPTS), check=True)
     return time.perf_counter() - started
 
 
 def node_check(out: str, name: str, env: dict) -> dict:
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)
-    seconds = torchrun(["localize.py", "worker", "--kind", "node", "--out", folder], env)
+    seconds = torchrun(["-m", "smoke.localize.worker", "--kind", "node", "--out", folder], env)
     [report_file] = [f for f in os.listdir(folder) if f.endswith(".json")]
     with open(os.path.join(folder, report_file), encoding="utf-8") as handle:
         report = json.load(handle)
@@ -85,19 +85,19 @@ def main() -> int:
             neighbour.kill()
             neighbour.wait()
     probe_file = os.path.join(args.out, "probe.json")
-    result["probe_seconds_with_torchrun"] = round(torchrun(["probe.py", "--out", probe_file], env), 2)
+    result["probe_seconds_with_torchrun"] = round(torchrun(["-m", "smoke.probe", "--out", probe_file], env), 2)
     with open(probe_file, encoding="utf-8") as handle:
         probe = json.load(handle)
     result["probe"] = {"wall_s": probe.get("wall_s"), "per_node": probe.get("per_node")}
 
-    expect = localize.load_expectations(args.preset)
+    expect = manifest.expectations(manifest.load(args.preset))
     healthy = result["healthy"]
-    suspects, noise, _ = localize.judge_nodes(list(healthy), healthy, "full", expect)
+    suspects, noise, _ = judge_nodes(list(healthy), healthy, "full", expect)
     result["judgement"] = {"preset": os.path.basename(args.preset), "healthy_only": {"suspects": list(suspects.values()),
                                                                                       "noise": noise}}
     for label, report in result["degraded"].items():
         nodes = dict(healthy, **{label: report})
-        found, noise, _ = localize.judge_nodes(list(nodes), nodes, "full", expect)
+        found, noise, _ = judge_nodes(list(nodes), nodes, "full", expect)
         result["judgement"][label] = {"suspects": list(found.values()), "noise": noise}
 
     with open(os.path.join(args.out, "localize-gpu.json"), "w", encoding="utf-8") as handle:

@@ -33,8 +33,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 CRASHES = ROOT / "tests" / "fuzz-crashes"
 PRESETS = sorted(p.name for p in (ROOT / "presets").iterdir() if (p / "preset.yaml").is_file())

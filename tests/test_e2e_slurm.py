@@ -126,7 +126,7 @@ def test_killed_rank_fails_the_job_fast(cluster):
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"tiny_train.py" in cmdline and f"SLURM_JOB_ID={job}".encode() in environ and b"RANK=3" in environ:
+            if b"smoke.tiny_train" in cmdline and f"SLURM_JOB_ID={job}".encode() in environ and b"RANK=3" in environ:
                 victim = int(pid)
                 break
         time.sleep(0.5)

@@ -116,7 +116,7 @@ def test_login_profile_settings_are_dropped_when_slurm_rebuilt_the_environment(t
 
 
 def test_partial_imports_of_ended_jobs_are_swept(tmp_path):
-    """smoke_sweep_partials: a partial image left by a job that ended mid-import (SIGKILL: no trap
+    """scripts/image-cache sweep: a partial image left by a job that ended mid-import (SIGKILL: no trap
     ran) is removed once it is stale; a running job's, a fresh one, our own, and every one when
     squeue cannot answer are kept. `squeue` is a test double answering from a table."""
     cache = tmp_path / "cache"
@@ -136,12 +136,13 @@ def test_partial_imports_of_ended_jobs_are_swept(tmp_path):
         path = cache / name
         path.write_text("x")
         os.utime(path, (path.stat().st_atime - age, path.stat().st_mtime - age))
-    proc = subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/job-lib.sh; smoke_sweep_partials {cache}"],
-                          cwd=ROOT, env={"PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242"},
+    proc = subprocess.run([ROOT / "scripts" / "image-cache", "sweep"],
+                          cwd=ROOT, env={"PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242",
+                                         "SMOKE_IMAGE_CACHE": str(cache)},
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     left = sorted(p.name for p in cache.iterdir())
     assert left == ["img.partial-11-100.sqsh", "img.partial-14-100.sqsh", "img.partial-4242-7.sqsh",
                     "img.partial-99-1.sqsh", "img.partial-x-1.sqsh", "img.sqsh"]
-    assert "img.partial-12-100.sqsh, an import left by job 12, which ended (gone)" in proc.stdout
-    assert "img.partial-13-100.sqsh, an import left by job 13, which ended (gone)" in proc.stdout
+    assert "img.partial-12-100.sqsh, an import left by job 12, which ended (gone)" in proc.stderr
+    assert "img.partial-13-100.sqsh, an import left by job 13, which ended (gone)" in proc.stderr

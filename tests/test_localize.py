@@ -1,7 +1,7 @@
 """Localization's logic: peer-relative statistics, the group-testing schedule (and its simulation at
 scale), the per-node judgement, and what the verdict writes for an operator (verdict.json's
 suspects, exclude.txt, drain.sh). The srun steps themselves run in tests/test_e2e_localize.py."""
-import importlib.util
+import argparse
 import json
 import math
 import os
@@ -16,13 +16,15 @@ import pytest
 
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-spec = importlib.util.spec_from_file_location("localize", ROOT / "scripts" / "localize.py")
-localize = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(localize)
-vspec = importlib.util.spec_from_file_location("verdict", ROOT / "scripts" / "verdict.py")
-verdict = importlib.util.module_from_spec(vspec)
-vspec.loader.exec_module(verdict)
+from smoke import slurm, vocab
+from smoke.localize import driver, judge, search as group_search, stats
+from smoke.verdict import main as verdict
+
+
+@pytest.fixture(autouse=True)
+def allocation(monkeypatch):
+    """The job's nodes, as the batch shell's SLURM_JOB_NODELIST gives them: only these can be named."""
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-16],n[0-63]")
 
 
 @pytest.mark.parametrize("nodes, expr", [
@@ -30,7 +32,7 @@ vspec.loader.exec_module(verdict)
     (["node4", "node3", "node5", "node17"], "node[3-5,17]"), (["gpu-a07", "gpu-a08"], "gpu-a[07-08]"),
     (["login", "node2"], "login,node2"), (["n9", "n10"], "n[9-10]")])
 def test_hostlist_is_slurms_compressed_form(nodes, expr):
-    assert localize.hostlist(nodes) == expr
+    assert slurm.hostlist(nodes) == expr
 
 
 def gpu_like(n, rng, noise=0.01, base=780.0):
@@ -44,27 +46,27 @@ def test_a_node_6_percent_below_its_peers_is_named_on_gpu_noise():
     for n in (8, 64, 512):
         figures = gpu_like(n, rng, noise=0.005)
         figures["node5"] = 780.0 * 0.935
-        assert set(localize.low_outliers(figures, noise=0.005, floor=localize.FLOOR["full"])) == {"node5"}
+        assert set(stats.low_outliers(figures, noise=0.005, floor=stats.FLOOR["full"])) == {"node5"}
 
 
 def test_a_healthy_run_names_nobody():
     rng = random.Random(2)
     for trial in range(200):
         figures = gpu_like(rng.choice([3, 4, 16, 128]), rng, noise=0.01)
-        assert localize.low_outliers(figures, noise=0.01, floor=localize.FLOOR["full"]) == {}, trial
+        assert stats.low_outliers(figures, noise=0.01, floor=stats.FLOOR["full"]) == {}, trial
 
 
 def test_noise_from_repeats_raises_the_threshold():
     figures = {"a": 100, "b": 101, "c": 99, "d": 80}
-    assert set(localize.low_outliers(figures, noise=0.0, floor=0.05)) == {"d"}
-    noise = localize.robust_noise([[100, 85, 110], [92, 108, 100]])  # the best two repeats 8-12 % apart
+    assert set(stats.low_outliers(figures, noise=0.0, floor=0.05)) == {"d"}
+    noise = stats.robust_noise([[100, 85, 110], [92, 108, 100]])  # the best two repeats 8-12 % apart
     assert noise > 0.05
-    assert localize.low_outliers(figures, noise=noise, floor=0.05) == {}
-    assert localize.margin(0.0015) == pytest.approx(3 * 0.0015, rel=0.01)  # small noise: 3 spreads
+    assert stats.low_outliers(figures, noise=noise, floor=0.05) == {}
+    assert stats.margin(0.0015) == pytest.approx(3 * 0.0015, rel=0.01)  # small noise: 3 spreads
 
 
 def test_fewer_than_three_peers_cannot_outvote_each_other():
-    assert localize.low_outliers({"a": 100, "b": 10}, 0.0, 0.05) == {}
+    assert stats.low_outliers({"a": 100, "b": 10}, 0.0, 0.05) == {}
 
 
 @pytest.mark.parametrize("n", [4, 5, 7, 16, 33, 64, 256, 1024, 4096])
@@ -74,25 +76,25 @@ def test_group_search_finds_the_bad_nodes_in_bounded_rounds(n, k):
     if 2 * k > n // 2:  # more bad nodes than half the first-round groups: no peers to compare with
         pytest.skip("too many bad nodes for this N")
     bad = set(rng.sample(range(n), k))
-    rounds, steps, named = localize.simulate(n, bad)
+    rounds, steps, named = group_search.simulate(n, bad)
     assert named == {f"n{i}" for i in bad}
     group = max(2, math.ceil(n / 64))
     assert rounds <= 2 + math.ceil(math.log2(group)) + (1 if k else 0)  # first round, halvings, confirm
     assert steps < n * (n - 1) // 2 or n <= 4  # never all pairs (at N = 4 pairs are the groups)
     # + control steps: up to 3 per step size that round 1 did not measure (halves, confirming pairs)
-    controls = localize.GroupSearch.CONTROLS * (math.ceil(math.log2(group)) + 1) if group > 2 else 0
+    controls = group_search.GroupSearch.CONTROLS * (math.ceil(math.log2(group)) + 1) if group > 2 else 0
     assert steps <= math.ceil(n / group) + 2 * k * (math.ceil(math.log2(group)) + 2) + controls
 
 
 def test_three_nodes_use_the_three_pairs():
-    assert localize.simulate(3, {1})[2] == {"n1"}
-    assert localize.simulate(3, set())[2] == set()
+    assert group_search.simulate(3, {1})[2] == {"n1"}
+    assert group_search.simulate(3, set())[2] == set()
 
 
 def test_every_group_step_failing_is_job_wide_not_every_node():
     """Every first group step failed (a port in use, a container that does not start): nothing to
     compare against. Naming every node would put the whole allocation in exclude.txt and drain.sh."""
-    search = localize.GroupSearch(["a", "b", "c", "d"], 0.0, 0.05)
+    search = group_search.GroupSearch(["a", "b", "c", "d"], 0.0, 0.05)
     assert search.run(lambda tests: [None for _ in tests]) == {}
     assert search.job_level and "every one of the 2 first group tests failed" in search.job_level[0]
 
@@ -100,8 +102,8 @@ def test_every_group_step_failing_is_job_wide_not_every_node():
 def test_one_step_per_round_still_has_two_groups_to_compare():
     """SMOKE_LOCALIZE_MAX_STEPS=1 once made round 1 a single group, its own reference: a slow NIC
     could never be found. Two steps is the least."""
-    assert localize.GroupSearch([f"n{i}" for i in range(8)], 0.0, 0.05, max_steps=1).max_steps == 2
-    assert localize.simulate(8, {5}, max_steps=1)[2] == {"n5"}
+    assert group_search.GroupSearch([f"n{i}" for i in range(8)], 0.0, 0.05, max_steps=1).max_steps == 2
+    assert group_search.simulate(8, {5}, max_steps=1)[2] == {"n5"}
 
 
 def test_healthy_groups_a_few_percent_apart_are_rarely_named():
@@ -112,11 +114,11 @@ def test_healthy_groups_a_few_percent_apart_are_rarely_named():
     rng = random.Random(7)
     false = 0
     for _ in range(100):
-        search = localize.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
+        search = group_search.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
         false += bool(search.run(lambda tests: [rng.gauss(1, 0.03) for _ in tests]))
     assert false <= 20, false  # this seed: 13 (bench: 6 % over 200 runs); the old limit: 59
     for _ in range(100):  # 1 % apart: nobody, ever
-        search = localize.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
+        search = group_search.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
         assert search.run(lambda tests: [rng.gauss(1, 0.01) for _ in tests]) == {}
 
 
@@ -124,7 +126,7 @@ def test_a_node_10_percent_slow_among_groups_2_percent_apart_is_named():
     rng = random.Random(8)
     found = 0
     for _ in range(50):
-        search = localize.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
+        search = group_search.GroupSearch([f"n{i}" for i in range(64)], 0.002, 0.05)
         found += "n9" in search.run(lambda tests: [rng.gauss(1, 0.02) * (0.9 if "n9" in ran_on else 1)
                                                    for _, _, ran_on in tests])
     assert found >= 45, found
@@ -142,10 +144,10 @@ def size_dependent(bad: set[str], slow: float):
 def test_halves_and_pairs_are_judged_against_steps_of_their_own_size(n):
     """Above 128 nodes round 1 runs groups of N/64; a pair is faster than such a group. A node 6 %
     slow was cleared when its confirming pair was judged against the round-1 groups' figure."""
-    search = localize.GroupSearch([f"n{i}" for i in range(n)], 0.002, localize.FLOOR["full"])
+    search = group_search.GroupSearch([f"n{i}" for i in range(n)], 0.002, stats.FLOOR["full"])
     assert set(search.run(size_dependent({"n37"}, 0.06))) == {"n37"}
     assert 2 in search.by_size and search.by_size[2] > search.reference
-    healthy = localize.GroupSearch([f"n{i}" for i in range(n)], 0.002, localize.FLOOR["full"])
+    healthy = group_search.GroupSearch([f"n{i}" for i in range(n)], 0.002, stats.FLOOR["full"])
     assert healthy.run(size_dependent(set(), 0.0)) == {}
 
 
@@ -158,18 +160,18 @@ def node_report(host, gemm=1.0, seen=2, allocated=2, intra=0.5):
 def test_a_cause_most_nodes_share_is_job_wide_not_suspects():
     nodes = ["n1", "n2", "n3", "n4"]
     # 3 of 4 without a result: the step did not start there, not three bad nodes
-    suspects, _, job_level = localize.judge_nodes(nodes, {"n1": node_report("n1")}, "full", {})
+    suspects, _, job_level = judge.judge_nodes(nodes, {"n1": node_report("n1")}, "full", {})
     assert suspects == {} and "3 of 4 nodes: no usable result" in job_level[0]
     # 1 of 4: that node is named
-    suspects, _, job_level = localize.judge_nodes(nodes, {n: node_report(n) for n in nodes[:3]}, "full", {})
+    suspects, _, job_level = judge.judge_nodes(nodes, {n: node_report(n) for n in nodes[:3]}, "full", {})
     assert list(suspects) == ["n4"] and suspects["n4"]["layer"] == "unresponsive" and job_level == []
     # every node under the preset's GEMM floor: the expectation or the image, not four nodes to drain
     reports = {n: node_report(n, gemm=600.0) for n in nodes}
-    suspects, _, job_level = localize.judge_nodes(nodes, reports, "full", {"gemm_tflops": {"min": 700}})
+    suspects, _, job_level = judge.judge_nodes(nodes, reports, "full", {"gemm_tflops": {"min": 700}})
     assert suspects == {} and "under the preset's gemm_tflops floor 700" in job_level[0]
     # every node sees 1 of 2 GPUs: job-wide
     reports = {n: node_report(n, seen=1) for n in nodes}
-    suspects, _, job_level = localize.judge_nodes(nodes, reports, "full", {})
+    suspects, _, job_level = judge.judge_nodes(nodes, reports, "full", {})
     assert suspects == {} and "GPUs seen differ" in job_level[0]
 
 
@@ -177,25 +179,23 @@ def test_an_unusable_report_is_unresponsive_not_a_traceback():
     nodes = ["n1", "n2", "n3", "n4"]
     reports = {n: node_report(n) for n in nodes}
     reports["n2"] = {"gpus_seen": "eight"}
-    suspects, _, _ = localize.judge_nodes(nodes, reports, "full", {})
+    suspects, _, _ = judge.judge_nodes(nodes, reports, "full", {})
     assert suspects["n2"]["layer"] == "unresponsive" and "unusable" in suspects["n2"]["reason"]
 
 
 def test_the_intra_node_default_is_the_probes_largest_size():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    probe_spec = importlib.util.spec_from_file_location("probe", ROOT / "scripts" / "probe.py")
-    probe = importlib.util.module_from_spec(probe_spec)
-    probe_spec.loader.exec_module(probe)
-    assert probe.GPU_SIZES[-1] == localize.PROBE_LARGEST_GPU_BYTES
+    assert driver.probe_largest_size(None) == vocab.PROBE_GPU_SIZES[-1] == 4 * 2**30
+    assert driver.probe_largest_size({"allreduce": [{"bytes": 2**20}]}) == 2**20
+    assert driver.probe_largest_size({"allreduce": [{"bytes": float("nan")}]}) == 4 * 2**30
 
 
 def test_reports_are_filed_under_the_slurm_node_name(monkeypatch):
     """The host name can be an FQDN while Slurm's node name is short: a report filed under the host
     name was never found, and every node was named unresponsive."""
     monkeypatch.setenv("SLURMD_NODENAME", "gpu017")
-    assert localize.node_name() == "gpu017"
+    assert slurm.node_name() == "gpu017"
     monkeypatch.delenv("SLURMD_NODENAME")
-    assert localize.node_name() == localize.socket.gethostname()
+    assert slurm.node_name() == socket.gethostname()
 
 
 @pytest.mark.parametrize("name,value,message", [
@@ -206,15 +206,17 @@ def test_reports_are_filed_under_the_slurm_node_name(monkeypatch):
 ])
 def test_a_bad_setting_is_reported_in_localize_json_not_ignored(tmp_path, monkeypatch, name, value, message):
     monkeypatch.setenv(name, value)
-    args = localize.argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
+    args = argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
                                        mode="functional", probe_status=0)
-    assert localize.drive(args) == 1
+    assert driver.drive(args, driver.Step()) == 1
     result = json.loads((tmp_path / "localize.json").read_text())
     assert result["ran"] and result["suspects"] == [] and message in result["error"]
 
 
 def test_simulation_table_covers_4_to_4096_nodes():
-    rows = localize.simulation_table(step_cost=12.0, node_step_cost=15.0)
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "localize_simulation.py"), "--json", "--step-cost", "12",
+                          "--node-step-cost", "15"], capture_output=True, text=True, timeout=600, check=True).stdout
+    rows = json.loads(out)
     assert {r["n"] for r in rows} == {4, 16, 64, 256, 1024, 4096}
     big = [r for r in rows if r["n"] == 4096 and r["bad"] == 4][0]
     assert big["found"] and big["rounds"] <= 8 and big["pairs_steps"] == 4096 * 4095 // 2
@@ -225,7 +227,7 @@ def test_per_node_judgement_names_layer_and_figures():
     nodes = ["node1", "node2", "node3", "node4", "node5"]
     reports = {"node1": node_report("node1"), "node2": node_report("node2", gemm=0.2),
                "node3": node_report("node3", seen=1), "node5": node_report("node5", intra=0.02)}
-    suspects, _, _ = localize.judge_nodes(nodes, reports, "functional", {})
+    suspects, _, _ = judge.judge_nodes(nodes, reports, "functional", {})
     assert {n: s["layer"] for n, s in suspects.items()} == {
         "node2": "gpu", "node3": "config", "node4": "unresponsive", "node5": "node-link"}
     assert suspects["node3"]["reason"] == "sees 1 GPU(s), Slurm allocated 2"
@@ -236,7 +238,7 @@ def test_absolute_expectations_apply_in_full_mode():
     nodes = [f"node{i}" for i in range(4)]
     # node0 is within the 5 % floor of its peers (4 % below) but under the preset's absolute floor
     reports = {n: node_report(n, gemm=720.0 if n != "node0" else 691.0, seen=8, allocated=8, intra=400) for n in nodes}
-    suspects, _, job_level = localize.judge_nodes(nodes, reports, "full", {"gemm_tflops": {"min": 700}})
+    suspects, _, job_level = judge.judge_nodes(nodes, reports, "full", {"gemm_tflops": {"min": 700}})
     assert list(suspects) == ["node0"] and suspects["node0"]["layer"] == "gpu" and job_level == []
     assert "expected >= 700" in suspects["node0"]["reason"] and suspects["node0"]["peers_median"] == 720.0
 
@@ -248,14 +250,14 @@ H200 = json.loads((ROOT / "tests" / "fixtures" / "runtime" / "localize-node-h200
 
 def test_recorded_h200_healthy_runs_name_nobody():
     healthy = H200["healthy"]
-    suspects, noise, _ = localize.judge_nodes(list(healthy), healthy, "full", {"gemm_tflops": {"min": 700}})
+    suspects, noise, _ = judge.judge_nodes(list(healthy), healthy, "full", {"gemm_tflops": {"min": 700}})
     assert suspects == {} and noise < 0.01
 
 
 @pytest.mark.parametrize("label, below", [("neighbour-heavy", 0.5), ("neighbour-light", 0.15)])
 def test_recorded_h200_slower_gpu_is_named_gpu_among_healthy_peers(label, below):
     nodes = dict(H200["healthy"], **{label: H200["degraded"][label]})
-    suspects, _, _ = localize.judge_nodes(list(nodes), nodes, "full", {})
+    suspects, _, _ = judge.judge_nodes(list(nodes), nodes, "full", {})
     assert list(suspects) == [label] and suspects[label]["layer"] == "gpu"
     assert 1 - suspects[label]["figure"] / suspects[label]["peers_median"] > below
 
@@ -267,7 +269,7 @@ def test_recorded_h200_a_gpu_6_5_percent_slower_than_its_recorded_peers_is_named
     slow = runs["gpu-run1"]
     slow["gemm_repeats"] = [[v * 0.935 for v in row] for row in slow["gemm_repeats"]]
     slow["gemm_tflops"] = slow["gemm_tflops"] * 0.935
-    suspects, _, _ = localize.judge_nodes(list(runs), runs, "full", {})
+    suspects, _, _ = judge.judge_nodes(list(runs), runs, "full", {})
     assert list(suspects) == ["gpu-run1"]
 
 
@@ -276,18 +278,19 @@ def test_recorded_h200_a_gpu_6_5_percent_slower_than_its_recorded_peers_is_named
     ("auto", 0, {"per_node": {"flagged": {}}}, False), ("auto", 0, {"per_node": {"flagged": {"node2": "x"}}}, True),
     ("auto", 143, None, True), ("auto", 0, None, True)])
 def test_when_localization_runs(when, status, probe, run):
-    assert localize.should_run(when, status, probe, "functional", {})[0] is run
+    assert judge.should_run(when, status, probe, "functional", {})[0] is run
 
 
 def test_auto_runs_when_the_job_is_below_the_manifest():
     probe = {"per_node": {"flagged": {}}, "nodes": 4, "allreduce": [{"busbw_gbs": 100.0}]}
-    ran, why = localize.should_run("auto", 0, probe, "full", {"allreduce_busbw_gbs": {"min": 350}})
+    ran, why = judge.should_run("auto", 0, probe, "full", {"allreduce_busbw_gbs": {"min": 350}})
     assert ran and "below the preset's expectation" in why
 
 
 def judge_run(tmp_path, suspects, monkeypatch):
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
-    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "4")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "5")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-4,17]")
     (tmp_path / "stages.txt").write_text("preflight 0\nprobe 0\n")
     (tmp_path / "stopped-after").write_text("probe\n")
     (tmp_path / "probe.json").write_text(json.dumps({"world_size": 8, "nodes": 4, "allreduce": []}))
@@ -309,7 +312,7 @@ def test_verdict_names_suspects_and_writes_exclude_and_drain(tmp_path, monkeypat
     assert "scontrol update NodeName=node17 State=DRAIN Reason='smoke 4242: unresponsive no figure'" in drain
     assert (tmp_path / "drain.sh").stat().st_mode & 0o111  # a script: sh drain.sh or ./drain.sh
     out = capsys.readouterr().out
-    assert "sbatch --nodes 4 --exclude=$(cat " in out and "exclude.txt) presets/ethernet-only/train.sbatch" in out
+    assert "sbatch --nodes 5 --exclude=$(cat " in out and "exclude.txt) presets/ethernet-only/train.sbatch" in out
     assert "node17" in out and "unresponsive" in out
 
 
@@ -367,9 +370,9 @@ def test_widely_spread_cpu_peers_still_name_a_node_7x_slower():
     """Fault matrix, 2026-12-03, third `cpu` run: three healthy CPU "nodes" spread 2.3x, the throttled
     one 7x below their median. A plain MAD term exceeded the median and named nobody on GEMM."""
     figures = {"node1": 0.0048, "node2": 0.025, "node3": 0.0573, "node4": 0.0352}
-    assert localize.low_outliers(figures, 0.1186, localize.FLOOR["functional"]) == {"node1": 0.0352}
+    assert stats.low_outliers(figures, 0.1186, stats.FLOOR["functional"]) == {"node1": 0.0352}
     healthy = {"node2": 0.025, "node3": 0.0573, "node4": 0.0352, "node5": 0.0296}
-    assert localize.low_outliers(healthy, 0.1186, localize.FLOOR["functional"]) == {}
+    assert stats.low_outliers(healthy, 0.1186, stats.FLOOR["functional"]) == {}
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.25, 0.34, 0.5, 0.8])
@@ -377,15 +380,15 @@ def test_noisy_repeats_never_hide_a_group_140x_slower(noise):
     """The figures of a fault-matrix nic run (20 Mbit/s on one node; the healthy pair's best two
     repeats 25 % apart, in other runs up to 51 %). With 3 x noise as the margin, any noise over a third
     put the limit above the reference itself: nothing could be slow, and CI's nic run named nobody."""
-    assert localize.margin(noise) < 1
-    search = localize.GroupSearch(["node1", "node2", "node3", "node4"], noise, localize.NET_FLOOR["functional"])
+    assert stats.margin(noise) < 1
+    search = group_search.GroupSearch(["node1", "node2", "node3", "node4"], noise, stats.NET_FLOOR["functional"])
     slow = {"node2", "node4"}  # node4's NIC; node2 is only its round-1 partner
 
     def measure(tests):
         return [0.0024 if "node4" in ran_on else 0.34 for _kind, _tested, ran_on in tests]
     assert set(search.run(measure)) == {"node4"}
     assert slow - {"node4"} <= search.good
-    ref, limit = localize.reference([0.34, 0.0024], noise, localize.NET_FLOOR["functional"])  # the in-probe pairs
+    ref, limit = stats.reference([0.34, 0.0024], noise, stats.NET_FLOOR["functional"])  # the in-probe pairs
     assert ref - 0.0024 > limit
 
 
@@ -398,12 +401,12 @@ def test_the_worker_and_preflight_file_their_reports_under_the_slurm_name(tmp_pa
            "SMOKE_MODE": "functional", "PYTHONPATH": str(ROOT / "scripts")}
     folder = tmp_path / "node"
     folder.mkdir()
-    worker = subprocess.run([sys.executable, str(ROOT / "scripts" / "localize.py"), "worker", "--kind", "node",
+    worker = subprocess.run([sys.executable, "-m", "smoke.localize.worker", "--kind", "node",
                              "--out", str(folder)], env=env, capture_output=True, text=True, timeout=120)
     assert worker.returncode == 0, worker.stderr[-2000:]
     assert [p.name for p in folder.iterdir()] == ["gpu017.json"]
     assert json.loads((folder / "gpu017.json").read_text())["host"] == "gpu017"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "preflight.py")], env=env, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "smoke.preflight"], env=env, capture_output=True, timeout=120)
     report = json.loads((tmp_path / "preflight" / "gpu017.json").read_text())
     assert (report["host"], report["hostname"]) == ("gpu017", socket.gethostname())
 
@@ -411,10 +414,10 @@ def test_the_worker_and_preflight_file_their_reports_under_the_slurm_name(tmp_pa
 def test_sigterm_while_localizing_is_reported_and_the_handler_restored(tmp_path, monkeypatch):
     before = signal.getsignal(signal.SIGTERM)
     monkeypatch.setenv("SMOKE_LOCALIZE", "always")
-    monkeypatch.setattr(localize, "job_nodes", lambda: os.kill(os.getpid(), signal.SIGTERM) or time.sleep(5))
-    args = localize.argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
+    monkeypatch.setattr(slurm, "allocation", lambda: os.kill(os.getpid(), signal.SIGTERM) or time.sleep(5))
+    args = argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
                                        mode="functional", probe_status=0)
-    assert localize.drive(args) == 1
+    assert driver.drive(args, driver.Step()) == 1
     result = json.loads((tmp_path / "localize.json").read_text())
     assert result["ran"] and result["suspects"] == [] and "stopped by signal 15" in result["error"]
     assert signal.getsignal(signal.SIGTERM) == before
@@ -442,7 +445,7 @@ def test_nodes_ruled_out_job_wide_stay_out_of_the_group_tests(tmp_path, monkeypa
     alive = {"n3", "n6", "n7"}
     grouped = []
 
-    def launch(name, on, program, env, log, independent=False):  # the srun boundary, as a test double
+    def launch(step, name, on, program, env, log, independent=False):  # the srun boundary, as a test double
         out = program[program.index("--out") + 1]
         if "node" in program:
             for node in alive & set(on):
@@ -453,13 +456,13 @@ def test_nodes_ruled_out_job_wide_stay_out_of_the_group_tests(tmp_path, monkeypa
             grouped.append(list(on))
             (tmp_path / "localize" / os.path.basename(out)).write_text(json.dumps({"busbw_gbs": 1.0, "repeats": [1.0, 0.99]}))
         return FakeStep()
-    monkeypatch.setattr(localize, "job_nodes", lambda: nodes)
-    monkeypatch.setattr(localize, "launch", launch)
+    monkeypatch.setattr(slurm, "allocation", lambda: nodes)
+    monkeypatch.setattr(driver, "launch", launch)
     monkeypatch.setenv("SMOKE_LOCALIZE", "always")
     monkeypatch.setenv("SMOKE_ROOT", str(ROOT))
-    args = localize.argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
+    args = argparse.Namespace(out=str(tmp_path), preset=str(ROOT / "presets" / "ethernet-only"),
                                        mode="functional", probe_status=0)
-    assert localize.drive(args) == 0
+    assert driver.drive(args, driver.Step()) == 0
     result = json.loads((tmp_path / "localize.json").read_text())
     assert result["suspects"] == [] and "5 of 8 nodes: no usable result" in result["job_level"][0]
     assert all(set(g) <= alive for g in grouped), grouped

@@ -33,7 +33,7 @@ def wheel(tmp_path_factory) -> Path:
     """The wheel pip builds from the tracked pyproject.toml and validator/ (build isolation on)."""
     base = tmp_path_factory.mktemp("wheel")
     src = base / "src"
-    for rel in _tracked("pyproject.toml", "validator"):
+    for rel in _tracked("pyproject.toml", "validator", "scripts/smoke"):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, src / rel)
     # "./src", not "src": a bare name is a requirement, and PyPI has a package called src.
@@ -63,10 +63,13 @@ def outside(tmp_path) -> Path:
     return tmp_path
 
 
-def test_wheel_holds_every_tracked_file_under_validator(wheel):
+def test_wheel_holds_every_tracked_file_under_validator_and_the_job_vocabulary(wheel):
+    """validator/ whole, and the in-job package it takes the job's vocabulary from (scripts/smoke,
+    installed as `smoke`)."""
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {n for n in archive.namelist() if n.startswith("validator/")}
-    assert shipped == set(_tracked("validator"))
+        names = archive.namelist()
+    assert {n for n in names if n.startswith("validator/")} == set(_tracked("validator"))
+    assert {n for n in names if n.startswith("smoke/")} == {p.replace("scripts/", "", 1) for p in _tracked("scripts/smoke")}
 
 
 def test_installed_wheel_validates_the_presets_outside_the_checkout(installed, outside):

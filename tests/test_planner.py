@@ -139,7 +139,7 @@ CALIBRATION = ROOT / "docs" / "calibration"
 TARGET = 0.15  # issues #5 and #17: every configuration within +-15% of the measured peak
 # Megatron-LM's own pretrain_gpt.py (recorded on an H200): what the estimate is calibrated on
 PRETRAIN = ("h200-pretrain-gpt-fit.json", "h200-pretrain-gpt-held-out.json")
-# the earlier harness (scripts/calibrate_memory.py before its norms were cast to bf16): kept as a record
+# the earlier harness (bench/calibrate_memory.py before its norms were cast to bf16): kept as a record
 HARNESS = ("h200-fit-set.json", "h200-held-out.json", "h200-presets.json")
 
 
@@ -287,10 +287,10 @@ def test_calibration_doc_tables_are_generated_from_the_recorded_files():
 
 
 def test_calibration_script_configurations_are_the_recorded_ones():
-    """The recorded rows come from scripts/calibrate_memory.py's configurations, shape for shape."""
+    """The recorded rows come from bench/calibrate_memory.py's configurations, shape for shape."""
     import importlib.util
     from dataclasses import asdict
-    spec = importlib.util.spec_from_file_location("calibrate_memory", ROOT / "scripts" / "calibrate_memory.py")
+    spec = importlib.util.spec_from_file_location("calibrate_memory", ROOT / "bench" / "calibrate_memory.py")
     calibrate = importlib.util.module_from_spec(spec)
     sys.modules["calibrate_memory"] = calibrate  # dataclasses look their module up there
     spec.loader.exec_module(calibrate)
@@ -310,6 +310,6 @@ def test_preset_is_calibrated(config):
     row = rows.get(config["name"])
     if row is None:
         pytest.skip(f"{config['name']} is not calibrated: no row in docs/calibration/h200-presets.json "
-                    "(scripts/calibrate_memory.py --set presets --only NAME on a CUDA machine)")
+                    "(bench/calibrate_memory.py --set presets --only NAME on a CUDA machine)")
     assert {k: row[k] for k in config} == config, "the model changed since it was measured: measure it again"
     assert "bytes" in row, "measured, not out of memory"

@@ -1,15 +1,13 @@
-"""scripts/preflight.py's InfiniBand checks on sysfs trees: an 8-port HGX node with ibp7 down
+"""smoke.preflight's InfiniBand checks on sysfs trees: an 8-port HGX node with ibp7 down
 (tests/fixtures/runtime/sys-h100-8port, hand-written in sysfs's format) and variants of it."""
-import importlib.util
 import shutil
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES
 
-spec = importlib.util.spec_from_file_location("preflight", ROOT / "scripts" / "preflight.py")
-preflight = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(preflight)
+from smoke import preflight
+
 SYS = FIXTURES / "runtime" / "sys-h100-8port" / "class" / "infiniband"
 
 

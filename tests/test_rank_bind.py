@@ -1,4 +1,4 @@
-"""scripts/rank_bind.py: each torchrun rank bound to its GPU's NUMA node, on sysfs trees written
+"""scripts/smoke/rank_bind.py: each torchrun rank bound to its GPU's NUMA node, on sysfs trees written
 from the kernel's layout (test doubles: no multi-socket GPU node here) and a stand-in nvidia-smi.
 The affinity itself is real: the rank's program reports what the kernel says it may run on."""
 import json
@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
 
-BIND = ROOT / "scripts" / "rank_bind.py"
+
+BIND = ["-m", "smoke.rank_bind"]
 REPORT = "import json, os; print(json.dumps(sorted(os.sched_getaffinity(0))))"
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to see a binding")
 
@@ -49,7 +49,7 @@ def nvidia_smi(tmp_path, buses):
 
 def run(tmp_path, root, env, cpus="0,1"):
     environment = dict(os.environ, SMOKE_SYSFS_ROOT=str(root), PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env)
-    done = subprocess.run(["taskset", "-c", cpus, sys.executable, str(BIND), "-c", REPORT], env=environment,
+    done = subprocess.run(["taskset", "-c", cpus, sys.executable, *BIND, "-c", REPORT], env=environment,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), done.stderr
@@ -98,6 +98,6 @@ def test_leaves_the_rank_alone_and_says_why(tmp_path, case, expected):
 def test_program_arguments_and_exit_status_pass_through(tmp_path):
     root = sysfs(tmp_path, {0: "0-1"}, {})
     environment = dict(os.environ, SMOKE_SYSFS_ROOT=str(root), LOCAL_RANK="1")
-    done = subprocess.run([sys.executable, str(BIND), "-c", "import sys; print(sys.argv[1:]); sys.exit(7)", "a b", "--x"],
+    done = subprocess.run([sys.executable, *BIND, "-c", "import sys; print(sys.argv[1:]); sys.exit(7)", "a b", "--x"],
                           env=environment, capture_output=True, text=True, timeout=60)
     assert done.returncode == 7 and done.stdout.strip() == "['a b', '--x']" and done.stderr == ""

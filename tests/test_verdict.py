@@ -5,12 +5,15 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, ROOT
-import importlib.util
-
-spec = importlib.util.spec_from_file_location("verdict", ROOT / "scripts" / "verdict.py")
-verdict = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(verdict)
+from smoke.verdict import logs
+from smoke.verdict import main as verdict
 LOGS = FIXTURES / "runtime"
+
+
+@pytest.fixture(autouse=True)
+def allocation(monkeypatch):
+    """The job's nodes, as the batch shell's SLURM_JOB_NODELIST gives them: only these can be named."""
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-16]")
 
 
 def run_dir(tmp_path, log=None, stages="preflight 0\nmegatron 0\n"):
@@ -133,12 +136,8 @@ def test_probe_stage_without_result_fails(tmp_path):
     assert [c["check"] for c in result["checks"] if c["state"] == "FAIL"] == ["probe"]
 
 
-def test_straggler_rule(monkeypatch):
-    from importlib.util import module_from_spec, spec_from_file_location
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))  # as when torchrun runs scripts/probe.py
-    spec = spec_from_file_location("probe", ROOT / "scripts" / "probe.py")
-    probe = module_from_spec(spec)
-    spec.loader.exec_module(probe)
+def test_straggler_rule():
+    from smoke import probe  # needs torch: imported here, not for every verdict test
     assert probe.stragglers([780, 781, 779, 782, 700]) == [4]
     assert probe.stragglers([780, 781, 779, 782, 760]) == []  # within 10% of the median
     assert probe.stragglers([780, 700]) == []  # too few ranks to call one slow
@@ -164,7 +163,7 @@ def test_killed_rank_is_named_as_the_cause(tmp_path):
 
 @pytest.mark.parametrize("text", ["", "srun: error: node1: task 0: Exited with exit code 1\n"])
 def test_unknown_failure_keeps_the_exit_code_alone(text):
-    assert verdict.failure_cause(text) is None
+    assert logs.failure_cause(text) is None
 
 
 def test_job_ended_by_slurm_fails_and_says_so(tmp_path):

@@ -3,8 +3,7 @@
 A preset is one folder under presets/ holding preset.yaml; everything that lists presets (the
 end-to-end tests, scripts/detect-topology, the calibration tests, the README matrix) asks this module,
 so a new preset needs no edit outside its folder. Importing it loads nothing beyond the standard
-library: scripts/preflight.py and scripts/detect-topology use ARCHES on nodes without the validator's
-dependencies.
+library.
 """
 from __future__ import annotations
 
@@ -12,28 +11,17 @@ import re
 import shutil
 from pathlib import Path
 
+# The job's vocabulary (architectures, fabrics, link layers) is the in-job package's, named here
+# for the rules and tools that list presets.
+from smoke.vocab import ARCHES, LINK_LAYER, RDMA_FABRICS, normal_arch  # noqa: F401
+
 MANIFEST = "preset.yaml"
-
-# The CPU architectures a preset can assume, as `uname -m` names them, and each one's name on
-# container platforms (and in image manifests); the other spellings tools print map onto them.
-ARCHES = {"x86_64": "amd64", "aarch64": "arm64"}
-ARCH_ALIASES = {**{a: a for a in ARCHES}, **{p: a for a, p in ARCHES.items()}}
-
-# The fabrics NCCL's IB verbs transport runs on (it reports NET/IB on both), each with the link
-# layer its ports show in /sys/class/infiniband/*/ports/*/link_layer; "ethernet" is TCP sockets.
-RDMA_FABRICS = {"infiniband": "InfiniBand", "roce": "RoCE"}
-LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")  # the schema's name pattern: a folder and job name
 
 
 class CatalogError(Exception):
     """A preset that cannot be listed or copied, said with its path."""
-
-
-def normal_arch(machine: str) -> str:
-    """`uname -m` or a container platform name, as the manifests spell it (unknown ones unchanged)."""
-    return ARCH_ALIASES.get(machine, machine)
 
 
 def preset_dirs(root: Path) -> list[Path]:

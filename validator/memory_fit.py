@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
         print(f"{argv[-1]}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}", file=sys.stderr)
         return 2
     except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-        print(f"{argv[-1]}: not a calibration file from scripts/calibrate_memory.py "
+        print(f"{argv[-1]}: not a calibration file from bench/calibrate_memory.py "
               f"({type(exc).__name__}: {exc})", file=sys.stderr)
         return 2
     print(output)

@@ -26,8 +26,7 @@ REPO = HERE / "repo"
 MLM = HERE / "mlm"
 OUT = Path(os.environ.get("OUT", "/tmp/out"))
 WORK = Path("/tmp/runs")
-sys.path.insert(0, str(REPO / "scripts"))
-import verdict  # noqa: E402
+from smoke.verdict.logs import parse_training_log  # PYTHONPATH=scripts on the device
 
 _MEM = re.compile(r"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+) \| max reserved: ([0-9.]+)")
 
@@ -73,23 +72,23 @@ def run_one(run, index, deadline):
                  "echo \"drive: NCCL_SOCKET_IFNAME=$NCCL_SOCKET_IFNAME absent here, using eth0\"; export NCCL_SOCKET_IFNAME=eth0; fi\n" \
                  f"exec {REPO}/scripts/megatron-node\n"
         cmd = ["timeout", "-k", "10", str(int(timeout)), "bash", "-c", script]
-    else:  # the harness (scripts/calibrate_memory.py) on the same Megatron tree, for comparison
+    else:  # the harness (bench/calibrate_memory.py) on the same Megatron tree, for comparison
         env["PYTHONPATH"] = f"{MLM}:{HERE / 'memprobe'}"
         env["MEMPROBE_ALWAYS"] = "1"
         env["MEMPROBE_RESET"] = "0"
-        cmd = ["timeout", "-k", "10", str(int(timeout)), sys.executable, str(REPO / "scripts" / "calibrate_memory.py"),
+        cmd = ["timeout", "-k", "10", str(int(timeout)), sys.executable, str(REPO / "bench" / "calibrate_memory.py"),
                "--one", json.dumps(run["config"]), "--steps", str(run.get("steps", 4))]
     with open(d / "megatron.log", "w") as log:
         proc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(d))
     text = (d / "megatron.log").read_text(errors="replace")
     result = {"name": name, "rc": proc.returncode, "wall_s": round(time.time() - start, 1), "run": run}
-    parsed = verdict.parse_training_log(text)
-    result["iterations"] = len(parsed["losses"])
-    result["losses"] = parsed["losses"]
-    result["tflops"] = parsed["tflops"]
-    if parsed["tflops"][1:]:
+    parsed = parse_training_log(text)
+    result["iterations"] = len(parsed.losses)
+    result["losses"] = parsed.losses
+    result["tflops"] = parsed.tflops
+    if parsed.tflops[1:]:
         import statistics
-        result["tflops_median_steady"] = statistics.median(parsed["tflops"][1:])
+        result["tflops_median_steady"] = statistics.median(parsed.tflops[1:])
     m = _MEM.search(text)
     if m:
         result["megatron_memory_mb"] = dict(zip(("allocated", "max_allocated", "reserved", "max_reserved"),

@@ -1,4 +1,4 @@
-"""Turn drive.py results into calibration rows (the format of scripts/calibrate_memory.py).
+"""Turn drive.py results into calibration rows (the format of bench/calibrate_memory.py).
 
     python3 bench/pretrain_gpt/rows.py results.json [...] > rows.json
 """
@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 from validator.planner import padded_vocab, parameter_count, GIB
 from validator.memory_fit import manifest_for
 

@@ -7,7 +7,7 @@ The classes are issue 14's: 1 rules on what the schema rejected, 2 empty and sil
 outside the repository, 4 unbounded work, 5 odd values and files, 6 forged output, 7 lines counted
 differently. Run it after adding a case, then READ the summary it prints before committing.
 
-    .venv/bin/python tests/hostile/make_cases.py [NAME ...]
+    PYTHONPATH=tests .venv/bin/python tests/hostile/make_cases.py [NAME ...]
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CASES_DIR = HERE / "cases"
 BASE = ROOT / "tests" / "fixtures" / "ok" / "example"
-sys.path.insert(0, str(ROOT / "tests"))
 
 SH = "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
 

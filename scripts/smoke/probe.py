@@ -1,7 +1,7 @@
 """The probe: all-reduce bus bandwidth over a sweep of sizes, bf16 GEMM TFLOP/s on every GPU, stragglers.
 
 Started by torchrun on every node of a job (the presets' probe stage), or by hand:
-    torchrun --nproc-per-node=8 scripts/probe.py --out probe.json
+    PYTHONPATH=scripts torchrun --nproc-per-node=8 -m smoke.probe --out probe.json
 NCCL on GPUs; gloo on CPU (functional mode), where the numbers only show the plumbing works.
 Bus bandwidth follows nccl-tests: busbw = algbw x 2(n-1)/n, with the slowest rank's time.
 Rank 0 writes the JSON result; the verdict judges it against the preset's expectations.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import socket
 import statistics
@@ -20,12 +19,11 @@ import time
 import torch
 import torch.distributed as dist
 
-from dist_exit import finish
-from localize import in_probe, node_name
-
-MIB = 2**20
-GPU_SIZES = [MIB * 4**k for k in range(7)]  # 1 MiB .. 4 GiB, the last localize.PROBE_LARGEST_GPU_BYTES (tested)
-CPU_SIZES = [2**16 * 4**k for k in range(3)]  # 64 KiB .. 1 MiB: functional mode checks plumbing only
+from smoke import runfolder
+from smoke.dist_exit import finish
+from smoke.localize.inprobe import in_probe
+from smoke.slurm import node_name
+from smoke.vocab import MIB, PROBE_CPU_SIZES, PROBE_GPU_SIZES
 
 
 def timed_allreduce(tensor: torch.Tensor, iters: int, warmup: int, cuda: bool) -> float:
@@ -122,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     args.iters = args.iters or (20 if cuda else 3)
     args.warmup = args.warmup if args.warmup is not None else (5 if cuda else 1)
     args.gemm_iters = args.gemm_iters or (20 if cuda else 2)
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (GPU_SIZES if cuda else CPU_SIZES)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (PROBE_GPU_SIZES if cuda else PROBE_CPU_SIZES)
     sweep = []
     for size in sizes:
         dtype = torch.bfloat16 if cuda else torch.float32
@@ -156,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                   "nodes": len(set(hosts)), "allreduce": sweep, "gemm_n": n, "gemm_dtype": "bf16" if cuda else "fp32",
                   "gemm_tflops": [round(t, 1) for t in tflops], "gemm_stragglers": [hosts[r] + f" rank {r}" for r in slow_gemm],
                   "per_node": per_node, "host_names": host_names, "wall_s": round(wall, 2)}
-        tmp = args.out + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1)
-        os.replace(tmp, args.out)
+        runfolder.write_json(args.out, result)
         if args.plot:
             plot(sweep, args.plot, world)
         print(f"probe: done in {wall:.1f} s -> {args.out}", flush=True)

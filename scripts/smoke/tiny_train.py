@@ -15,7 +15,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from dist_exit import finish
+from smoke.dist_exit import finish
 
 
 def main() -> int:

@@ -21,8 +21,8 @@ static (weights, gradient buffer, optimizer state, persistent buffers), after th
 the peak of forward+backward, and the peak of the optimizer step; plus max_memory_allocated() and
 max_memory_reserved() over the whole run. validator/planner.py's estimate is stored beside them.
 
-    python3 scripts/calibrate_memory.py --set fit --jobs 4 --out fit.json
-    python3 scripts/calibrate_memory.py --set held-out --out held.json
+    python3 bench/calibrate_memory.py --set fit --jobs 4 --out fit.json
+    python3 bench/calibrate_memory.py --set held-out --out held.json
 
 Every configuration runs in a process of its own (Megatron keeps references that would leave one
 configuration's memory allocated in the next). With --jobs > 1 the processes share the GPU: the
@@ -43,9 +43,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from validator.memory_fit import manifest_for, preset_rows  # noqa: E402
-from validator.planner import GIB, estimate_memory, plan  # noqa: E402
+from validator.memory_fit import manifest_for, preset_rows
+from validator.planner import GIB, estimate_memory, plan
 
 @dataclass
 class Config:

@@ -6,7 +6,6 @@ Exit 0 when every check passes or is skipped, 1 otherwise.
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import resource
@@ -15,19 +14,15 @@ import socket
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # localize.py beside it, however this file is loaded
-from validator.catalog import normal_arch  # noqa: E402  (standard library only)
-
-from localize import node_name  # noqa: E402  (this folder; standard library only)
+from smoke import runfolder, vocab
+from smoke.slurm import node_name
 
 
 def check_arch(expected: str, functional: bool):
     if functional:
         return None, f"skipped in functional mode: no {expected} image runs, the host's Python does"
-    machine = normal_arch(platform.machine())
+    machine = vocab.normal_arch(platform.machine())
     return machine == expected, f"CPU arch {machine}, preset expects {expected}"
 
 
@@ -152,7 +147,7 @@ def check_writable(folder: str):
 def check_image_writable(mode: str):
     """In a container: Megatron (core_v0.13.0) compiles its dataset helpers into the image's source
     tree at start, and enroot mounts the image read-only unless pyxis gets --container-writable."""
-    if mode == "functional":
+    if not vocab.in_container(mode):
         return None, "no container in functional mode"
     tree = os.path.join(os.environ.get("MEGATRON_DIR", "/usr/src/app/megatron-lm"), "megatron", "core", "datasets")
     if not os.path.isdir(tree):
@@ -168,7 +163,7 @@ def check_image_writable(mode: str):
 
 def main() -> int:
     mode = os.environ.get("SMOKE_MODE", "full")
-    functional = mode in ("functional", "container-functional")
+    functional = vocab.on_cpu(mode)
     host = node_name()  # as Slurm names it: what an operator drains or excludes
     out = os.environ["SMOKE_OUT"]
     checks = {
@@ -190,11 +185,8 @@ def main() -> int:
         failed |= ok is False
         report["checks"][name] = {"state": state, "detail": detail}
         print(f"preflight {host}: {name:17} {state}  {detail}", flush=True)
-    os.makedirs(os.path.join(out, "preflight"), exist_ok=True)
-    path = os.path.join(out, "preflight", f"{host}.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump(report, handle, indent=1)
-    os.replace(path + ".tmp", path)
+    os.makedirs(os.path.join(out, runfolder.PREFLIGHT_DIR), exist_ok=True)
+    runfolder.write_json(os.path.join(out, runfolder.PREFLIGHT_DIR, f"{host}.json"), report)
     return 1 if failed else 0
 
 

@@ -1,7 +1,7 @@
 """Binds one torchrun rank to the CPUs of its GPU's NUMA node, then runs the rank's program.
 
 torchrun starts it for every local rank (torchrun-node, `--no-python`):
-    rank_bind.py PROGRAM [ARGS...]      ->  exec PYTHON -u PROGRAM ARGS with this rank's CPU affinity
+    python -m smoke.rank_bind PROGRAM.py|-m MODULE [ARGS...]  ->  exec PYTHON -u PROGRAM|-m MODULE ARGS with this rank's CPU affinity
 
 Why: a preset runs one Slurm task per node and torchrun starts every GPU's rank inside it, so
 Slurm's CPU binding (--distribution=block:block) applies to the task, not to each rank: all ranks
@@ -90,7 +90,7 @@ def plan(local_rank: int, allowed: set[int]) -> tuple[set[int] | None, str]:
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: rank_bind.py PROGRAM [ARGS...]", file=sys.stderr)
+        print("usage: python -m smoke.rank_bind PROGRAM.py|-m MODULE [ARGS...]", file=sys.stderr)
         return 2
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     cpus, line = plan(local_rank, os.sched_getaffinity(0))

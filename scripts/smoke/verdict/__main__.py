@@ -1,0 +1,5 @@
+import sys
+
+from smoke.verdict.main import main
+
+sys.exit(main())
