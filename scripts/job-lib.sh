@@ -135,43 +135,21 @@ smoke_srun_args() {
 # under pyxis. SMOKE_IMAGE replaces IMAGE for a run (a site's own image, the local cluster's
 # stand-in); SMOKE_ARCH_OVERRIDE replaces ARCH (tests only: the verdict says so and cannot PASS).
 smoke_container() {
-    local image=${SMOKE_IMAGE:-$1} arch=$2 want=${SMOKE_ARCH_OVERRIDE:-$2} machine version options sqsh
+    local image=${SMOKE_IMAGE:-$1} arch=$2 want=${SMOKE_ARCH_OVERRIDE:-$2} sqsh
     if [[ $SMOKE_MODE == functional ]]; then
         echo "smoke: functional mode: no container, host Python ${SMOKE_PYTHON:-python3}"
         export SMOKE_PYTHON=${SMOKE_PYTHON:-python3}
         return 0
     fi
-    local record=$SMOKE_OUT/container.tsv host
-    host=$(hostname)
+    local record=$SMOKE_OUT/container.tsv
     printf 'info\truntime\tpyxis\ninfo\timage\t%s\ninfo\tpreset_arch\t%s\ninfo\tarch\t%s\n' \
         "$image" "$arch" "$want" > "$record"
-    # validator: disable=launch-kill-on-bad-exit -- srun --help starts no step
-    options=$(srun --help 2>&1) || options=""
-    if [[ $options != *--container-image* ]]; then
-        smoke_container_check pyxis FAIL "srun has no --container-image option: pyxis is not installed or not \
-listed in plugstack.conf on this cluster. Ask the admins for pyxis (github.com/NVIDIA/pyxis), or test \
-the launch plumbing without a container: SMOKE_MODE=functional"
+    # pyxis, enroot and the node's architecture, then the image from the cache: each writes its rows
+    # for the verdict and says why on stderr when it fails.
+    if ! SMOKE_RECORD=$record "$SMOKE_ROOT/scripts/container-host" check "$want" "$arch"; then
+        SMOKE_FAILED=container
         return 0
     fi
-    smoke_container_check pyxis PASS "srun lists --container-image"
-    if ! version=$(enroot version 2>/dev/null); then
-        smoke_container_check enroot FAIL "enroot not found on $host (pyxis runs it on every node): install \
-enroot (github.com/NVIDIA/enroot) on the compute nodes"
-        return 0
-    fi
-    smoke_container_check enroot PASS "enroot $version on $host"
-    machine=$(uname -m)
-    case $machine in amd64) machine=x86_64 ;; arm64) machine=aarch64 ;; esac
-    if [[ $want != "$arch" ]]; then
-        smoke_container_check arch WARN "SMOKE_ARCH_OVERRIDE=$want replaces the preset's $arch: this run \
-does not show that the $arch image works"
-    fi
-    if [[ $machine != "$want" ]]; then
-        smoke_container_check arch FAIL "node $host is $machine, the image is for $want: submit to $want nodes \
-(-p PARTITION or --constraint), or choose the preset for this hardware"
-        return 0
-    fi
-    [[ $want != "$arch" ]] || smoke_container_check arch PASS "node $machine, image $want"
     if ! sqsh=$(SMOKE_RECORD=$record SMOKE_IMPORT_LOG=$SMOKE_OUT/import.log "$SMOKE_ROOT/scripts/image-cache" get "$image" "$want"); then
         SMOKE_FAILED=container  # image-cache wrote its FAIL row and said why
         return 0
@@ -196,15 +174,6 @@ does not show that the $arch image works"
         export SMOKE_PYTHON=python3
     else
         export SMOKE_PYTHON=python
-    fi
-}
-
-# smoke_container_check CHECK STATE DETAIL: a container check for the verdict (container.tsv).
-smoke_container_check() {
-    printf 'check\t%s\t%s\t%s\n' "$1" "$2" "${3//$'\n'/ }" >> "$SMOKE_OUT/container.tsv"
-    echo "smoke: container $1: $2 $3" >&2
-    if [[ $2 == FAIL ]]; then
-        SMOKE_FAILED=container
     fi
 }
 
@@ -313,35 +282,14 @@ smoke_localize() {
         || echo "smoke: localization ended with exit code $?; the verdict says what it has" >&2
 }
 
-# smoke_container_remove: the job's named container off every node. pyxis removes it itself only
-# under container_scope=job; its default scope (global) keeps it, a whole unpacked image per node.
-# Both names pyxis gives it are tried: pyxis_smoke-JOBID (global) and pyxis_JOBID_smoke-JOBID (job
-# scope). The containers of our earlier jobs that were killed before their verdict go too, where
-# they are on this job's nodes: a smoke-N container whose job N squeue no longer lists (when squeue
-# cannot answer, only this job's own).
-smoke_container_remove() {
-    [[ -n ${SMOKE_CONTAINER_NAME:-} ]] || return 0
-    local me ids alive
-    me=$(id -un)
-    ids=$(squeue -h -u "$me" -o %i 2>/dev/null) || ids=""
-    alive=" ${ids//$'\n'/ } "
-    [[ $alive == *" $SLURM_JOB_ID "* ]] || alive=""  # an answer that lacks this very job is no answer
-    # shellcheck disable=SC2016  # expanded by the step's bash, from its arguments
-    srun --ntasks-per-node=1 --kill-on-bad-exit=0 "${SMOKE_SRUN_ARGS[@]}" bash -c '
-        for name in $(enroot list); do
-            [[ $name =~ ^pyxis_([0-9]+_)?smoke-([0-9]+)$ ]] || continue
-            job=${BASH_REMATCH[2]}
-            if [[ $job == "$1" || ( -n $2 && $2 != *" $job "* ) ]]; then
-                enroot remove --force "$name" && echo "$(hostname): removed $name"
-            fi
-        done' remove "$SLURM_JOB_ID" "$alive" > "$SMOKE_OUT/container-remove.log" 2>&1 \
-        || echo "smoke: could not remove container $SMOKE_CONTAINER_NAME from every node (container-remove.log)" >&2
-}
-
 # smoke_verdict: the preset's last line: every stage's result into verdict.json and the table; the
 # job's exit status is the verdict's (0 PASS or WARN, 1 FAIL).
 smoke_verdict() {
-    smoke_container_remove
+    if [[ -n ${SMOKE_CONTAINER_NAME:-} ]]; then  # its unpacked image off every node (scripts/container-host)
+        "$SMOKE_ROOT/scripts/container-host" remove "$SLURM_JOB_ID" "${SMOKE_SRUN_ARGS[@]}" \
+            > "$SMOKE_OUT/container-remove.log" 2>&1 \
+            || echo "smoke: could not remove container $SMOKE_CONTAINER_NAME from every node (container-remove.log)" >&2
+    fi
     "$SMOKE_HOST_PYTHON" -m smoke.verdict --run-dir "$SMOKE_OUT" \
         --preset "$SMOKE_ROOT/presets/$SMOKE_PRESET" --mode "$SMOKE_MODE"
 }

@@ -32,12 +32,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from validator import output
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CRASHES = ROOT / "tests" / "fuzz-crashes"
 PRESETS = sorted(p.name for p in (ROOT / "presets").iterdir() if (p / "preset.yaml").is_file())
-SCRIPTS = ["job-lib.sh", "megatron-node", "torchrun-node", "plan.sh", "local-cluster", "detect-topology"]
-FORMATS = ("text", "json", "github", "sarif")
+SCRIPTS = ["job-lib.sh", "megatron-node", "torchrun-node", "plan.sh", "local-cluster", "detect-topology", "image-cache",
+           "container-step"]
+FORMATS = tuple(output.FORMATS)
 WALL_BOUND_S = 20.0  # a case that runs longer is a hang
 CPU_BOUND_S = 2.0  # the README's per-file bound (inputs here are far below 256 KiB)
 
@@ -250,7 +253,7 @@ def check_output(fmt: str, out: str) -> str | None:
         for line in out.splitlines(keepends=True):
             if not line.endswith("\n") or any((ord(c) < 32 and c != "\n") or c in "\x7f\x85\u2028\u2029" for c in line):
                 return f"raw control character in a text line: {line[:80]!r}"
-    elif fmt in ("json", "sarif"):
+    elif fmt in output.JSON_FORMATS:
         try:
             json.loads(out)
         except ValueError as exc:

@@ -16,12 +16,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from validator import output
+
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "hostile" / "cases"
 BASE = ROOT / "tests" / "fixtures" / "ok" / "example"
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = tuple(output.FORMATS)
 WALL_BOUND_S = 30
 
 # Test doubles of a broken shellcheck (a real one cannot be made to fail this way on purpose).
@@ -131,13 +133,13 @@ def run_case(case: dict, fmt: str) -> tuple[int, str]:
             _writable(Path(tmp))
         stdout, stderr = out.getvalue(), err.getvalue()
     assert "Traceback" not in stderr, stderr
-    if fmt in ("json", "sarif") and stdout and args[:1] != ["plan"]:
+    if fmt in output.JSON_FORMATS and stdout and args[:1] != ["plan"]:
         json.loads(stdout)
     if args[:1] != ["plan"] and stdout:
         from fuzz_harness import check_output
         assert check_output(fmt, stdout) is None, check_output(fmt, stdout)
     first = stdout.split("\n", 1)[0] if stdout else "stderr: " + (stderr.split("\n", 1)[0] if stderr else "")
-    if stdout and fmt in ("json", "sarif") and args[:1] != ["plan"]:  # the first finding, not '[' or '{'
+    if stdout and fmt in output.JSON_FORMATS and args[:1] != ["plan"]:  # the first finding, not '[' or '{'
         data = json.loads(stdout)
         if fmt == "sarif":
             data = [{"uri": r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],

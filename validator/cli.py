@@ -10,7 +10,7 @@ import threading
 from validator import sbatch
 from validator.engine import Options, UsageError, validate
 from validator.findings import InternalFailure
-from validator.output import escape
+from validator.output import FORMATS, escape
 from validator.source import UNREADABLE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNUSABLE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
                "'python -m validator rules' lists the rules.")
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="preset folder, preset.yaml or sbatch script (default: every preset under presets/)")
-    p.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text")
+    p.add_argument("--format", choices=tuple(FORMATS), default="text")
     p.add_argument("--slurm-version", default=None, choices=sbatch.releases(),
                    help="Slurm release whose sbatch options are accepted (default: a preset's slurm.min_version, "
                         "else the repository config's slurm-version, else the newest, "

@@ -41,20 +41,34 @@ def _safe(f: Finding) -> Finding:
     return Finding(path, f.line, f.col, f.severity, f.rule, message, f.unusable)
 
 
+def _text(findings: list[Finding]) -> str:
+    return "".join(_safe(f).as_text() + "\n" for f in findings)
+
+
+def _json(findings: list[Finding]) -> str:
+    return json.dumps([_safe(f).as_dict() for f in findings], indent=2) + "\n"
+
+
+def _github(findings: list[Finding]) -> str:
+    level = {"error": "error", "warning": "warning", "info": "notice"}
+    return "".join(
+        f"::{level[f.severity]} file={gh_property(escape(f.path))},line={f.line},col={f.col},"
+        f"title={gh_property(f.rule)}::{gh_data(escape(f.message))}\n"
+        for f in findings)
+
+
+def _sarif_text(findings: list[Finding]) -> str:
+    return json.dumps(_sarif(findings), indent=2) + "\n"
+
+
+# The output formats, once: --format's choices, the tests' list and render() read this table.
+FORMATS = {"text": _text, "json": _json, "github": _github, "sarif": _sarif_text}
+# Formats whose whole output is one JSON document.
+JSON_FORMATS = ("json", "sarif")
+
+
 def render(findings: list[Finding], fmt: str) -> str:
-    if fmt == "text":
-        return "".join(_safe(f).as_text() + "\n" for f in findings)
-    if fmt == "json":
-        return json.dumps([_safe(f).as_dict() for f in findings], indent=2) + "\n"
-    if fmt == "github":
-        level = {"error": "error", "warning": "warning", "info": "notice"}
-        return "".join(
-            f"::{level[f.severity]} file={gh_property(escape(f.path))},line={f.line},col={f.col},"
-            f"title={gh_property(f.rule)}::{gh_data(escape(f.message))}\n"
-            for f in findings)
-    if fmt == "sarif":
-        return json.dumps(_sarif(findings), indent=2) + "\n"
-    raise ValueError(fmt)
+    return FORMATS[fmt](findings)
 
 
 def gh_data(text: str) -> str:

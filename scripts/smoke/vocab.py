@@ -45,9 +45,11 @@ PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 SEVERITY = {PASS: 0, WARN: 1, FAIL: 2}
 
 # --- Localization layers -----------------------------------------------------------------------
-# What a suspect node is suspected of; docs/localization.md describes each, smoke.localize.layers
-# says which check names it.
-LAYERS = ("gpu", "node-link", "network", "config", "unresponsive")
+# What a suspect node is suspected of: the names of smoke.localize.layers' table, which says what
+# each means, which check names it and what to do (docs/localization.md).
+from smoke.localize.layers import TABLE as _LAYER_TABLE  # noqa: E402 - the table is the one place
+
+LAYERS = tuple(_LAYER_TABLE)
 
 # --- Ports -------------------------------------------------------------------------------------
 # Derived from the job id so that jobs sharing a node do not collide; below 32768, where the Linux

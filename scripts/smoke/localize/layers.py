@@ -1,14 +1,12 @@
 """The localization layers as a table: what each suspects, which check names it, what to do.
 
-Adding a layer: a row here and its name in smoke.vocab.LAYERS (the import below keeps them equal),
-the check that names it (smoke.localize.judge or the search), and its paragraph in
-docs/localization.md. The verdict prints `what to do` beside every suspect of the layer.
+Adding a layer: a row here (smoke.vocab.LAYERS is its names), the check that names it
+(smoke.localize.judge or the search) and its paragraph in docs/localization.md. The verdict prints
+`what to do` beside every suspect of the layer. Standard library only: smoke.vocab imports it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from smoke import vocab
 
 
 @dataclass(frozen=True)
@@ -36,6 +34,3 @@ TABLE = {layer.name: layer for layer in (
           "per-node step: no report, or an unusable one, from the node",
           "log in or check slurmd's log on the node; drain it until it answers"),
 )}
-
-if tuple(TABLE) != vocab.LAYERS:  # pragma: no cover - a developer's mistake, found at import
-    raise RuntimeError("smoke.localize.layers.TABLE and smoke.vocab.LAYERS name different layers")
