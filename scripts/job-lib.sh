@@ -11,7 +11,7 @@
 SMOKE_SETTING_NAMES='^(SMOKE|MEGATRON|NCCL|UCX|SHARP|TORCH|PET|PYXIS|WANDB)_[A-Z0-9_]*$'
 # Settings that are whole numbers (seconds, counts): checked once, digits only, never evaluated.
 SMOKE_COUNT_SETTINGS=(SMOKE_STEP_GRACE SMOKE_RDZV_TIMEOUT SMOKE_COLLECTIVE_TIMEOUT SMOKE_FUNCTIONAL_STEPS
-    SMOKE_PARTIAL_STALE_MIN SMOKE_IMAGE_CACHE_MIN_GIB)
+    SMOKE_PARTIAL_STALE_MIN SMOKE_IMAGE_CACHE_MIN_GIB SMOKE_IB_PORTS SMOKE_NIC_GBPS)
 
 # smoke_settings KEY=VALUE...: settings given as arguments after the script
 # (sbatch --nodes 2 presets/NAME/train.sbatch MEGATRON_TRAIN_ITERS=50). Then, when Slurm rebuilt
@@ -82,6 +82,16 @@ smoke_init() {
     export PYTHONPATH=$SMOKE_ROOT/scripts${PYTHONPATH:+:$PYTHONPATH}
     # The judges (verdict, localization) run on the batch host: the submitted Python or python3.
     SMOKE_HOST_PYTHON=${SMOKE_VERDICT_PYTHON:-${SMOKE_PYTHON:-python3}}
+    # What the in-container checks compare the image with (nccl_min, the stack's Megatron), from the
+    # manifest, unless given as settings. This is also where a host Python without PyYAML stops the
+    # job, before any stage: the judges need the preset's floors.
+    local line facts
+    facts=$("$SMOKE_HOST_PYTHON" -m smoke.manifest env "$SMOKE_ROOT/presets/$SMOKE_PRESET") || exit 2
+    while IFS= read -r line; do
+        if [[ $line =~ ^(SMOKE_[A-Z_]+)= && -z ${!BASH_REMATCH[1]:-} ]]; then
+            export "${line?}"
+        fi
+    done <<< "$facts"
     # One folder per job: logs, TensorBoard, the verdict. The job id keeps concurrent runs apart.
     SMOKE_OUT=${SMOKE_OUTPUT_ROOT:-$SLURM_SUBMIT_DIR/smoke-runs}/$SLURM_JOB_ID
     # Job ids repeat (a requeued job, a controller whose state was reset, MaxJobId wrapping): an
@@ -165,6 +175,17 @@ smoke_container() {
         # enroot's root filesystem is read-only by default; Megatron (core_v0.13.0) compiles its
         # dataset helpers into the image's source tree at start and exits when it cannot.
         --container-writable)
+    # pyxis lets a variable the image's ENV sets win over the exported one unless --container-env
+    # names it (pyxis args.c): the topology's NCCL/UCX/SHARP settings must win over a site image's.
+    local name names=""
+    for name in $(compgen -e); do
+        if [[ $name =~ ^(NCCL|UCX|SHARP)_ ]]; then
+            names+=${names:+,}$name
+        fi
+    done
+    if [[ -n $names ]]; then
+        SMOKE_CONTAINER_ARGS+=(--container-env="$names")
+    fi
     # Inside the container first: the package path ahead of the image's own PYTHONPATH, HOME and
     # the compilers' caches in the run folder (home is not mounted).
     SMOKE_STEP_PREFIX=("$SMOKE_ROOT/scripts/container-step" "$SMOKE_OUT/home")

@@ -242,3 +242,54 @@ def test_two_jobs_share_the_cache(pyxis_cluster, tmp_path):
     assert len(files) == 1 and ".partial-" not in files[0], files
     sqsh = {verdict_of(job)["container"]["sqsh"] for job in jobs}
     assert sqsh == {str(cache / files[0])}
+
+
+@pytest.fixture(scope="module")
+def megatron_image(pyxis_cluster):
+    """The MEGATRON stand-in (scripts/standin-image --megatron): megatron-core 0.12.0's source without
+    prebuilt helpers, a compiler, make, pybind11, numpy; TE and flash-attn as metadata only."""
+    start = time.monotonic()
+    image = subprocess.run([str(ROOT / "scripts" / "standin-image"), "--megatron"], capture_output=True, text=True,
+                           timeout=900)
+    assert image.returncode == 0, image.stderr
+    print(f"Megatron stand-in image in {time.monotonic() - start:.0f} s")
+    return image.stdout.strip()
+
+
+def stage_log(job, stage):
+    return (ROOT / "smoke-runs" / job / f"{stage}.log").read_text(errors="replace")
+
+
+def test_megatron_dataset_helpers_are_built_on_every_node(pyxis_cluster, megatron_image):
+    """Finding 2 (docs/preset-stack-review.md): Megatron compiles its dataset helpers on global rank 0
+    only, into each node's private container root, while every rank imports them for a mock
+    dataset. The preflight stage builds them on every node; then every rank of both nodes builds
+    Megatron's MockGPTDataset through megatron.core.datasets (gloo, CPU) and trains on it."""
+    job = run_job(pyxis_cluster, "ethernet-only", image=megatron_image, extra=",SMOKE_STACK_MEGATRON=0.12.0")
+    state, exit_code, took = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
+    verdict = verdict_of(job)
+    assert (state, exit_code) == ("COMPLETED", "0:0"), verdict
+    run = ROOT / "smoke-runs" / job
+    for host in ("node1", "node2"):
+        checks = json.loads((run / "preflight" / f"{host}.json").read_text())["checks"]
+        assert checks["megatron_helpers"]["state"] == "PASS", checks
+        assert checks["megatron_release"]["state"] == "PASS", checks
+    ranks = [json.loads(p.read_text()) for p in sorted((run / "functional").glob("rank-*.json"))]
+    assert {r["host"] for r in ranks} == {"node1", "node2"} and all(r["megatron_data"] for r in ranks)
+    [found] = verdict["software"]["stacks"]
+    assert (found["nodes"], found["megatron"], found["transformer_engine"], found["flash_attn"]) == \
+        ("node[1-2]", "0.12.0", "1.13.0", "2.7.4.post1")
+
+
+def test_without_the_per_node_build_the_other_node_cannot_import_the_helpers(pyxis_cluster, megatron_image):
+    """The failure itself, reproduced: with the build left to global rank 0 (what Megatron alone
+    does, SMOKE_MEGATRON_HELPERS=rank0), the ranks of the node without it stop at the import."""
+    job = run_job(pyxis_cluster, "ethernet-only", image=megatron_image,
+                  extra=",SMOKE_STACK_MEGATRON=0.12.0,SMOKE_MEGATRON_HELPERS=rank0")
+    state, _, _ = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
+    verdict = verdict_of(job)
+    assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
+    log = stage_log(job, "megatron")
+    assert "No module named 'megatron.core.datasets.helpers_cpp'" in log
+    failing = {line.split(":", 1)[0] for line in log.splitlines() if "helpers_cpp'" in line}
+    assert failing and "0" not in failing, failing  # srun's label: task 1 (node2) fails, task 0 built them

@@ -69,3 +69,50 @@ def test_memlock_is_judged_only_with_rdma():
     assert preflight.check_memlock(False, False)[0] is None
     ok, detail = preflight.check_memlock(True, False)
     assert ok is (detail == "locked memory unlimited")
+
+
+def roce_port(root, dev="mlx5_0", gids=(), state="4: ACTIVE"):
+    """A RoCE port in sysfs's format (hand-written after /sys/class/infiniband/*/ports/1/): gids/<i>
+    and gid_attrs/types/<i> per (index, address, type)."""
+    port = root / dev / "ports" / "1"
+    (port / "gids").mkdir(parents=True)
+    (port / "gid_attrs" / "types").mkdir(parents=True)
+    (port / "state").write_text(f"{state}\n")
+    (port / "link_layer").write_text("Ethernet\n")
+    (port / "rate").write_text("400 Gb/sec (4X NDR)\n")
+    for index, gid, kind in gids:
+        (port / "gids" / str(index)).write_text(gid + "\n")
+        (port / "gid_attrs" / "types" / str(index)).write_text(kind + "\n")
+    return root
+
+
+LINK_LOCAL = "fe80:0000:0000:0000:0a0c:bbff:fe11:2233"
+V4 = "0000:0000:0000:0000:0000:ffff:0a00:0105"  # ::ffff:10.0.1.5
+V6 = "fd02:0000:0000:0000:0000:0000:0000:0105"
+
+
+@pytest.mark.parametrize("gids, family, addr_range, gid_index, ok, words", [
+    ([(0, LINK_LOCAL, "IB/RoCE v1"), (1, LINK_LOCAL, "RoCE v2"), (2, V4, "IB/RoCE v1"), (3, V4, "RoCE v2")],
+     "", "", "", True, "AF_INET: mlx5_0:1 index 3"),
+    ([(0, LINK_LOCAL, "IB/RoCE v1"), (1, LINK_LOCAL, "RoCE v2"), (2, V4, "IB/RoCE v1")], "", "", "", False,
+     "no RoCE v2 GID of AF_INET on mlx5_0:1"),
+    ([(0, LINK_LOCAL, "RoCE v2"), (3, V4, "RoCE v2")], "AF_INET6", "", "", False, "AF_INET6"),  # an IPv6-only fabric
+    ([(0, LINK_LOCAL, "RoCE v2"), (5, V6, "RoCE v2")], "AF_INET6", "fd02::/16", "", True, "index 5"),
+    ([(0, LINK_LOCAL, "RoCE v2"), (5, V6, "RoCE v2")], "AF_INET6", "fd03::/16", "", False, "in fd03::/16"),
+    ([(3, V4, "RoCE v2")], "AF_INET", "10.0.0.0/8", "", True, "index 3"),
+    ([(0, LINK_LOCAL, "IB/RoCE v1"), (3, V4, "RoCE v2")], "", "", "0", False, "GID index 0 of type RoCE v2"),
+    ([(0, LINK_LOCAL, "IB/RoCE v1"), (3, V4, "RoCE v2")], "", "", "3", True, "index 3"),
+])
+def test_roce_ports_need_a_roce_v2_gid_of_nccls_address_family(tmp_path, gids, family, addr_range, gid_index, ok,
+                                                                words):
+    """Finding 8: NCCL 2.25.1 (net_ib.cc, ncclIbGetGidIndex) moves off GID index 0 only to a GID of
+    NCCL_IB_ADDR_FAMILY; without a RoCE v2 one its connections fail or hang."""
+    root = roce_port(tmp_path, gids=gids)
+    result, detail = preflight.check_roce_gid("Ethernet", False, "mlx5", family, addr_range, gid_index, root=str(root))
+    assert result is ok and words in detail, detail
+
+
+def test_the_roce_check_stays_out_of_infiniband_and_functional_runs(tmp_path):
+    assert preflight.check_roce_gid("InfiniBand", False, root=str(tmp_path))[0] is None
+    assert preflight.check_roce_gid("Ethernet", True, root=str(tmp_path))[0] is None
+    assert preflight.check_roce_gid("Ethernet", False, family="AF_UNIX", root=str(tmp_path))[0] is False

@@ -287,3 +287,19 @@ def test_most_nodes_on_sockets_is_job_wide_and_names_nobody(tmp_path):
 def test_every_node_on_sockets_is_job_wide_and_names_nobody(tmp_path):
     code, result = judge(probe_run(tmp_path, "probe-2node-healthy.json", "nccl-socket-fallback.log"))
     assert code == 1 and result["suspects"] == [] and (tmp_path / "exclude.txt").read_text() == ""
+
+
+def test_the_network_floor_follows_the_nics_the_run_was_given(tmp_path, monkeypatch):
+    """Finding 5: a 400G floor on NDR200 nodes fails healthy runs. SMOKE_NIC_GBPS (a setting a user
+    passes) scales the manifest's floor by the line rate, and the row says so."""
+    run = probe_run(tmp_path, "probe-2node-healthy.json", "nccl-ib.log")
+    probe = json.loads((run / "probe.json").read_text())
+    probe["allreduce"][-1]["busbw_gbs"] = 200.0
+    (run / "probe.json").write_text(json.dumps(probe))
+    monkeypatch.setenv("SMOKE_IB_PORTS", "8")
+    monkeypatch.setenv("SMOKE_NIC_GBPS", "400")
+    row = next(c for c in judge(run)[1]["checks"] if c["check"] == "allreduce_busbw")
+    assert row["state"] == "FAIL"
+    monkeypatch.setenv("SMOKE_NIC_GBPS", "200")
+    row = next(c for c in judge(run)[1]["checks"] if c["check"] == "allreduce_busbw")
+    assert row["state"] == "PASS" and "scaled from 300 for 8 x 200 Gb/s" in row["detail"], row

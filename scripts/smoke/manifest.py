@@ -8,6 +8,8 @@ way (the verdict's `expectations` WARN row; localization records it and judges w
 from __future__ import annotations
 
 import os
+import re
+import sys
 
 NAME = "preset.yaml"
 MAX_BYTES = 1 << 20  # the validator refuses larger manifests too
@@ -62,3 +64,37 @@ def floor(manifest: dict, key: str) -> float | None:
 def fabric(manifest: dict) -> str | None:
     value = section(manifest, "topology", "network").get("fabric")
     return value if isinstance(value, str) else None
+
+
+# What the job's in-container checks need from the manifest, as environment (the container's python
+# has no PyYAML guarantee): name -> path in the manifest.
+JOB_ENV = {"SMOKE_NCCL_MIN": ("software", "nccl_min"), "SMOKE_STACK_MEGATRON": ("stack", "megatron", "version")}
+_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+
+
+def job_env(manifest: dict) -> dict[str, str]:
+    out = {}
+    for name, path in JOB_ENV.items():
+        value = section(manifest, *path[:-1]).get(path[-1])
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and _VALUE.fullmatch(str(value)):
+            out[name] = str(value)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """python -m smoke.manifest env PRESET_DIR: NAME=value lines for job-lib to export."""
+    if len(argv) != 2 or argv[0] != "env":
+        print("usage: python -m smoke.manifest env PRESET_DIR", file=sys.stderr)
+        return 2
+    try:
+        values = job_env(load(argv[1]))
+    except Unavailable as exc:
+        print(f"smoke: the preset's manifest cannot be read by {sys.executable}: {exc}", file=sys.stderr)
+        return 2
+    for name, value in values.items():
+        print(f"{name}={value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -6,6 +6,7 @@ Exit 0 when every check passes or is skipped, 1 otherwise.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import platform
 import resource
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from smoke import runfolder, vocab
+from smoke import runfolder, software, vocab
 from smoke.slurm import node_name
 
 
@@ -122,6 +123,88 @@ def check_ib(ports: int, functional: bool, hca: str = "", nic_gbps: float = 0, l
     return len(fast) >= ports and not other, detail
 
 
+def _gid_family(gid: str) -> str | None:
+    """AF_INET for an IPv4-mapped GID (::ffff:a.b.c.d), AF_INET6 for another routable one, None for
+    an empty or link-local (fe80::) one."""
+    try:
+        address = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return None
+    if address.ipv4_mapped is not None:
+        return "AF_INET"
+    if address.is_unspecified or address.is_link_local:
+        return None
+    return "AF_INET6"
+
+
+def roce_gids(root: str, dev: str, port: str) -> list[dict]:
+    """A port's GID table: index, address, type ("RoCE v2", "IB/RoCE v1"), as sysfs lists it."""
+    base = os.path.join(root, dev, "ports", port)
+    out = []
+    try:
+        names = os.listdir(os.path.join(base, "gids"))
+    except OSError:
+        return out
+    for name in sorted((n for n in names if n.isascii() and n.isdigit()), key=int)[:1024]:
+        try:
+            with open(os.path.join(base, "gids", name), encoding="ascii") as handle:
+                gid = handle.read(100).strip()
+            with open(os.path.join(base, "gid_attrs", "types", name), encoding="ascii") as handle:
+                kind = handle.read(100).strip()
+        except (OSError, UnicodeDecodeError):  # the kernel refuses to read an unused entry's type
+            continue
+        out.append({"index": int(name), "gid": gid, "type": kind})
+    return out
+
+
+def check_roce_gid(link_layer: str, functional: bool, hca: str = "", family: str = "", addr_range: str = "",
+                   gid_index: str = "", root: str = "/sys/class/infiniband"):
+    """On RoCE, every port NCCL uses needs a RoCE v2 GID of NCCL_IB_ADDR_FAMILY (default AF_INET),
+    inside NCCL_IB_ADDR_RANGE when set: NCCL 2.25.1 starts at GID index 0 and moves only to a
+    GID of that family (src/transport/net_ib.cc, ncclIbGetGidIndex); with none, connections fail or
+    hang. With NCCL_IB_GID_INDEX, that index must be RoCE v2 (docs/preset-stack-review.md, finding 8)."""
+    if link_layer != "Ethernet":
+        return None, "not a RoCE topology"
+    if functional:
+        return None, "skipped in functional mode"
+    family = family or "AF_INET"
+    if family not in ("AF_INET", "AF_INET6"):
+        return False, f"NCCL_IB_ADDR_FAMILY={family[:20]} is not AF_INET or AF_INET6"
+    try:
+        network = ipaddress.ip_network(addr_range, strict=False) if addr_range else None
+    except ValueError:
+        return False, f"NCCL_IB_ADDR_RANGE={addr_range[:60]} is not an address range"
+    if gid_index and not (gid_index.isascii() and gid_index.isdigit()):
+        return False, f"NCCL_IB_GID_INDEX={gid_index[:20]} is not a number"
+    ports = [p for p in ib_ports(root) if p["active"] and p["link_layer"] == "Ethernet"
+             and hca_filter(hca)(p["device"], p["port"])]
+    if not ports:
+        return None, "no active RoCE port selected by NCCL_IB_HCA (the infiniband check says why)"
+    found, missing = [], []
+    for p in ports:
+        gids = roce_gids(root, p["device"], p["port"])
+        if gid_index:
+            good = [g for g in gids if g["index"] == int(gid_index) and g["type"] == "RoCE v2"]
+        else:
+            good = [g for g in gids if g["type"] == "RoCE v2" and _gid_family(g["gid"]) == family
+                    and (network is None or _in_range(g["gid"], network))]
+        name = f"{p['device']}:{p['port']}"
+        (found if good else missing).append(f"{name} index {good[0]['index']}" if good else name)
+    want = f"GID index {gid_index} of type RoCE v2" if gid_index else \
+        f"RoCE v2 GID of {family}" + (f" in {addr_range}" if addr_range else "")
+    if missing:
+        return False, (f"no {want} on {', '.join(missing)}: NCCL would use GID index 0 or a RoCE v1 GID and its "
+                       "connections fail or hang; give the port an address of that family (or set "
+                       "NCCL_IB_ADDR_FAMILY / NCCL_IB_GID_INDEX to one it has)")
+    return True, f"{want}: {', '.join(found)}"
+
+
+def _in_range(gid: str, network) -> bool:
+    address = ipaddress.IPv6Address(gid)
+    address = address.ipv4_mapped or address
+    return address.version == network.version and address in network
+
+
 def check_memlock(rdma: bool, functional: bool):
     """RDMA registers GPU and host buffers: the locked-memory limit must be unlimited. Slurm copies the
     submit shell's limits unless --propagate=NONE (slurm.conf PropagateResourceLimits)."""
@@ -173,13 +256,19 @@ def main() -> int:
         "infiniband": check_ib(int(os.environ.get("SMOKE_IB_PORTS", "0")), functional,
                                os.environ.get("NCCL_IB_HCA", ""), float(os.environ.get("SMOKE_NIC_GBPS", "0")),
                                os.environ.get("SMOKE_LINK_LAYER", "InfiniBand")),
+        "roce_gid": check_roce_gid(os.environ.get("SMOKE_LINK_LAYER", "InfiniBand"), functional,
+                                   os.environ.get("NCCL_IB_HCA", ""), os.environ.get("NCCL_IB_ADDR_FAMILY", ""),
+                                   os.environ.get("NCCL_IB_ADDR_RANGE", ""), os.environ.get("NCCL_IB_GID_INDEX", "")),
         "locked_memory": check_memlock(int(os.environ.get("SMOKE_IB_PORTS", "0")) > 0, functional),
         "output_folder": check_writable(out),
         "image_writable": check_image_writable(mode),
     }
+    stack_found, stack_checks = software.run(vocab.in_container(mode))
+    checks.update(stack_checks)
     failed = False
     # hostname: what NCCL's log lines start with (the verdict maps them back to this Slurm name)
-    report = {"host": host, "hostname": socket.gethostname(), "node_id": os.environ.get("SLURM_NODEID"), "checks": {}}
+    report = {"host": host, "hostname": socket.gethostname(), "node_id": os.environ.get("SLURM_NODEID"), "checks": {},
+              "software": stack_found}
     for name, (ok, detail) in checks.items():
         state = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
         failed |= ok is False

@@ -3,6 +3,13 @@
 A few steps of a tiny regression model whose gradients are all-reduced across every rank, as in
 data-parallel training. Started by torchrun (RANK, WORLD_SIZE, MASTER_ADDR come from it). Each rank
 writes what it saw; rank 0 also prints Megatron-style iteration lines that the verdict reads.
+
+With --megatron-data (megatron-node passes it when the image carries Megatron's source, as the local
+cluster's Megatron stand-in image does), every rank first prepares its data as pretrain_gpt.py
+does with --mock-data: global rank 0 builds the dataset helpers (Megatron's _compile_dependencies),
+then every rank builds the mock GPT dataset through megatron.core.datasets'
+BlendedMegatronDatasetBuilder, which imports the compiled helpers on every rank (finding 2 of
+docs/preset-stack-review.md). The loop then trains on those samples' tokens.
 """
 from __future__ import annotations
 
@@ -18,10 +25,35 @@ import torch.distributed as dist
 from smoke.dist_exit import finish
 
 
+class MockTokenizer:
+    """What MockGPTDataset reads of a tokenizer (eod, pad, a vocabulary size): Megatron's
+    NullTokenizer lives in megatron.training, which megatron-core does not carry."""
+    eod = 0
+    pad = 0
+    vocab_size = 1024
+    unique_identifiers = {"class": "MockTokenizer"}
+
+
+def megatron_tokens(rank: int, samples: int, seq: int = 64) -> torch.Tensor:
+    """Token ids from Megatron's own mock GPT dataset, built as pretrain_gpt.py builds it."""
+    from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
+    from megatron.core.datasets.gpt_dataset import GPTDatasetConfig, MockGPTDataset
+    from megatron.core.datasets.utils import compile_helpers
+    if rank == 0:  # as Megatron's initialize: global rank 0 only, into the source tree of its node
+        compile_helpers()
+    dist.barrier()
+    config = GPTDatasetConfig(random_seed=1234, sequence_length=seq, blend=None, blend_per_split=None,
+                              split="99,1,0", tokenizer=MockTokenizer(), reset_position_ids=False,
+                              reset_attention_mask=False, eod_mask_loss=False)
+    train, _, _ = BlendedMegatronDatasetBuilder(MockGPTDataset, [samples, 1, 0], lambda: True, config).build()
+    return torch.stack([torch.as_tensor(train[i]["tokens"][:16]) for i in range(samples)]).float()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--megatron-data", action="store_true", help="train on Megatron's mock GPT dataset")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -30,10 +62,14 @@ def main() -> int:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     target = torch.nn.Linear(16, 1)
     generator = torch.Generator().manual_seed(1000 + rank)  # each rank its own data shard
+    tokens = megatron_tokens(rank, 64 * args.steps) if args.megatron_data else None
     losses = []
     for step in range(1, args.steps + 1):
         start = time.perf_counter()
-        x = torch.randn(64, 16, generator=generator)
+        if tokens is None:
+            x = torch.randn(64, 16, generator=generator)
+        else:  # token ids scaled into the model's range: Megatron's samples, not random numbers
+            x = tokens[(step - 1) * 64:step * 64] / MockTokenizer.vocab_size
         with torch.no_grad():
             y = target(x)
         loss = torch.nn.functional.mse_loss(model(x), y)
@@ -54,7 +90,7 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     report = {"rank": rank, "world_size": world, "local_rank": int(os.environ["LOCAL_RANK"]),
               "host": socket.gethostname(), "slurm_nodeid": os.environ.get("SLURM_NODEID"),
-              "losses": losses,
+              "losses": losses, "megatron_data": tokens is not None,
               # names only: lets a test prove the login node's environment stayed out
               "environ_keys": sorted(os.environ)}
     # Written aside and renamed: a rank killed mid-write leaves no truncated rank-N.json.

@@ -15,7 +15,7 @@ import sys
 
 from smoke import manifest, runfolder, slurm, vocab
 from smoke.verdict.rows import FAIL, Row, clip, overall, printable
-from smoke.verdict.sections import collect, read_container
+from smoke.verdict.sections import collect, read_container, software
 from smoke.verdict.suspects import gather, write_exclusions
 
 MAX_ROWS = 400  # more rows than any job has checks: the rest is summarised in one row
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         container = None  # its FAIL row is already in the checks
     if container is not None:
         payload["container"] = container
+    stack = software(args.run_dir)
+    if stack:
+        payload["software"] = stack
     path = os.path.join(args.run_dir, runfolder.VERDICT)
     try:
         runfolder.write_json(path, payload)

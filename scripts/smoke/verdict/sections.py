@@ -6,6 +6,7 @@ smoke.runfolder and docs/run-folder.md.
 """
 from __future__ import annotations
 
+import os
 import re
 import statistics
 
@@ -129,8 +130,12 @@ def judge_probe(probe: dict, manifest_: dict, mode: str, log_text: str) -> list[
         busbw, size = _number(largest["busbw_gbs"], "busbw_gbs"), _number(largest["bytes"], "bytes")
         key = "allreduce_busbw_gbs" if nodes > 1 else "intra_node_busbw_gbs"
         floor = manifest.floor(manifest_, key)
+        scaled = ""
+        if floor is not None and nodes > 1:
+            floor, scaled = network_floor(floor, manifest_)
         rows.append(Row("allreduce_busbw", PASS if floor is None or busbw >= floor else FAIL,
-                        f"{busbw:.1f} GB/s at {size / 2**20:.0f} MiB" + (f", expected >= {floor:g} ({key})" if floor else "")))
+                        f"{busbw:.1f} GB/s at {size / 2**20:.0f} MiB"
+                        + (f", expected >= {floor:.3g} ({key}{scaled})" if floor else "")))
     fabric = manifest.fabric(manifest_)
     if fabric in vocab.RDMA_FABRICS and nodes > 1:  # RoCE runs NCCL's IB transport too
         nets = nccl_networks(log_text)
@@ -153,6 +158,22 @@ def judge_probe(probe: dict, manifest_: dict, mode: str, log_text: str) -> list[
                 rows.append(Row("gpudirect", WARN, f"{staged} of {len(channels)} network channel(s) without GDRDMA: "
                                 "data is staged through host memory (nvidia-peermem loaded? NCCL_NET_GDR_LEVEL?)"))
     return rows
+
+
+def network_floor(floor: float, manifest_: dict) -> tuple[float, str]:
+    """The inter-node floor for the NICs this run was told it has: the manifest's floor is for its
+    topology.network nic_gbps x ib_ports_per_node; a site with other NICs passes SMOKE_NIC_GBPS and
+    SMOKE_IB_PORTS (e.g. 4 x NDR200 GH200 nodes: SMOKE_NIC_GBPS=200), and the floor scales with the
+    line rate. Returns (floor, what the row says about it)."""
+    network = manifest.section(manifest_, "topology", "network")
+    rated = (finite(network.get("nic_gbps")) or 0) * (finite(network.get("ib_ports_per_node")) or 0)
+    told = [os.environ.get("SMOKE_NIC_GBPS", ""), os.environ.get("SMOKE_IB_PORTS", "")]
+    if not rated or not all(t.isascii() and t.isdigit() for t in told):
+        return floor, ""
+    have = int(told[0]) * int(told[1])
+    if have == rated or have == 0:
+        return floor, ""
+    return floor * have / rated, f", scaled from {floor:g} for {told[1]} x {told[0]} Gb/s"
 
 
 def probe(run_dir: str, manifest_: dict, mode: str) -> list[Row]:
@@ -207,6 +228,29 @@ def preflight(run_dir: str, name: str) -> list[Row]:
         raise ValueError("checks is not an object")
     return [Row(f"preflight {host} {str(check)[:40]}", FAIL, str(result["detail"]))
             for check, result in list(checks.items())[:64] if result["state"] == FAIL]
+
+
+SOFTWARE_KEYS = ("torch", "nccl", "transformer_engine", "flash_attn", "flash_attn_3", "megatron", "cuda_capability",
+                 "cudnn")
+
+
+def software(run_dir: str) -> dict:
+    """The image's software stack as each node's preflight found it ({} without a container):
+    the same on every node, so listed once with the nodes it came from; a node that differs is
+    listed apart."""
+    stacks: dict[tuple, list[str]] = {}
+    for name in runfolder.list_dir(run_dir, runfolder.PREFLIGHT_DIR, ".json")[:4096]:
+        try:
+            report = runfolder.read_json(run_dir, f"{runfolder.PREFLIGHT_DIR}/{name}")
+        except Unreadable:
+            continue
+        found, host = report.get("software"), report.get("host")
+        if not isinstance(found, dict) or not found or not isinstance(host, str) or not slurm.NODE_NAME.fullmatch(host):
+            continue
+        key = tuple(str(found.get(k))[:64] if found.get(k) is not None else None for k in SOFTWARE_KEYS)
+        stacks.setdefault(key, []).append(host)
+    return {"stacks": [{"nodes": slurm.hostlist(nodes), **dict(zip(SOFTWARE_KEYS, key))}
+                       for key, nodes in sorted(stacks.items(), key=lambda kv: -len(kv[1]))[:16]]} if stacks else {}
 
 
 def read_container(run_dir: str) -> tuple[dict | None, list[Row]]:
