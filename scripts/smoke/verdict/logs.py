@@ -778,7 +778,7 @@ def _container_cause(ev: Evidence) -> Cause | None:
                      node, None, 60)
     node_side = next((m for m in messages if any(mark in m for mark in _NODE_SIDE)), None)
     if node_side:
-        return Cause("container-node", f"the container runtime failed on the node{where} ({node_side[:200]}): a "
+        return Cause("container-node", f"the container runtime failed{where or ' on a node'} ({node_side[:200]}): a "
                      "node problem (its enroot or pyxis setup, the GPU driver hook, free space or permissions), not "
                      "the image; exclude the node and tell its operators", node, None, 60)
     if not ev.pyxis:
