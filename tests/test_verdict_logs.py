@@ -152,3 +152,17 @@ def test_lookalike_lines_name_no_cause():
             + "Rank " * 50 + "found NaN " * 20 + "returned error code " * 20)[:4000]
     assert logs.failure_causes((line + "\n") * 50) == []
     assert logs.parse_training_log((line + "\n") * 50).iterations == []
+
+
+@pytest.mark.parametrize("line,kind,rank", [
+    # torch ProcessGroupNCCL's DistBackendError with NCCL's ncclGetErrorString (src/init.cc)
+    ("[rank3]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:"
+     "1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5", "nccl-error", "3"),
+    ("[rank1]: RuntimeError: NCCL error: remote process exited or there was a network error", "nccl-error", "1"),
+    ("[rank0]: RuntimeError: CUDA error: out of memory", "cuda-oom", "0"),
+    ("[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered", "cuda-crash", "2"),
+    ("srun: error: Node failure on gpu-x1", "slurm-node-failure", None),
+])
+def test_more_causes_from_one_line(line, kind, rank):
+    cause = logs.failure_causes(line + "\n")[0]
+    assert (cause.kind, cause.rank) == (kind, rank), cause

@@ -380,6 +380,9 @@ class Evidence:
     execve: str | None = None
     gpu: tuple | None = None  # (what, rank)
     prompt_host: str | None = None
+    nccl_error: tuple | None = None  # (what torch reported, rank)
+    cuda_crash: tuple | None = None  # (what, rank)
+    node_failure: str | None = None
 
 
 def _pyxis_error(line: str) -> tuple[str | None, str] | None:
@@ -434,7 +437,29 @@ def _rank_prefix(line: str) -> tuple[str | None, str]:
     return None, line
 
 
+# torch's ProcessGroupNCCL raises "NCCL error in: FILE:LINE, <ncclGetErrorString>" (DistBackendError);
+# the strings are NCCL's src/init.cc ncclGetErrorString
+_NCCL_ERRORS = {
+    "remote process exited or there was a network error": "a peer died or the network failed (ncclRemoteError): "
+        "look for the rank that failed first and check the links between the nodes (nccl-tests)",
+    "unhandled system error": "a system call or the network failed (ncclSystemError): run with NCCL_DEBUG=INFO to "
+        "see which; often IB/RoCE setup, /dev/shm or socket interfaces (NCCL_SOCKET_IFNAME)",
+    "unhandled cuda error": "a CUDA call failed inside NCCL (ncclUnhandledCudaError): check the GPU (nvidia-smi, "
+        "dmesg for Xid) and the driver/CUDA versions",
+    "internal error": "NCCL hit an internal error (ncclInternalError): run with NCCL_DEBUG=INFO; often mismatched "
+        "NCCL versions or a network plugin problem",
+    "invalid usage": "the program or its settings used NCCL wrongly (ncclInvalidUsage): a mismatch of ranks, "
+        "devices or NCCL_* variables",
+}
+_CUDA_CRASHES = ("an illegal memory access was encountered", "unspecified launch failure",
+                 "device-side assert triggered", "misaligned address")
+
+
 def _read_slurm(line: str, ev: Evidence) -> None:
+    at = line.find("Node failure on ")
+    if at >= 0 and ev.node_failure is None:
+        name = line[at + len("Node failure on "):].strip().split(" ")[0][:100]
+        ev.node_failure = name or None
     if line.startswith("slurmstepd-") and ev.stepd_node is None:
         end = line.find(":")
         if 11 < end < 112:
@@ -498,6 +523,19 @@ def _read_torch(line: str, rank: str | None, ev: Evidence) -> None:
         match = _OOM_SIZE.match(line, at + len("CUDA out of memory. Tried to allocate "))
         if match:
             ev.cuda_oom = (match.group(1), match.group(2) or match.group(3), rank)
+    if "CUDA error: out of memory" in line and ev.cuda_oom is None:  # the CUDA runtime's own, not the allocator's
+        ev.cuda_oom = ("memory the CUDA runtime needed", None, rank)
+    at = line.find("NCCL error")
+    if at >= 0 and ev.nccl_error is None:
+        for what in _NCCL_ERRORS:
+            if what in line:
+                ev.nccl_error = (what, rank)
+                break
+    if ev.cuda_crash is None:
+        for what in _CUDA_CRASHES:
+            if what in line:
+                ev.cuda_crash = (what, rank)
+                break
     at = line.find(_WATCHDOG)
     if at >= 0:
         ev.watchdog_seen = True
@@ -577,7 +615,7 @@ def _read_gpu(line: str, rank: str | None, ev: Evidence) -> None:
 # (one C-level search each) make a pattern of literals that each line is scanned with once
 _MARKERS = ("Root Cause", "slurmstepd", "srun: ", "NCCL WARN", "CUDA out of", "Watchdog caught", "exitcode",
             "death signal", "Rendezvous", "connect", "found ", "pyxis", "[ERROR]", "nvidia-container", "tar: ",
-            "No space", "execve", "ECC", "Xid", "device handle", "@")
+            "No space", "execve", "ECC", "Xid", "device handle", "@", "CUDA error", "NCCL error", "Node failure")
 
 
 def evidence(log_text: str) -> Evidence:
@@ -716,6 +754,29 @@ def _network_cause(ev: Evidence) -> Cause | None:
     return None
 
 
+def _nccl_error_cause(ev: Evidence) -> Cause | None:
+    if not ev.nccl_error:
+        return None
+    what, rank = ev.nccl_error
+    return Cause("nccl-error", f"NCCL failed{_where(None, rank)} with '{what}': {_NCCL_ERRORS[what]}", None, rank, 78)
+
+
+def _cuda_crash_cause(ev: Evidence) -> Cause | None:
+    if not ev.cuda_crash:
+        return None
+    what, rank = ev.cuda_crash
+    return Cause("cuda-crash", f"a CUDA kernel failed{_where(None, rank)} ('{what}'): a bug in the program or a "
+                 "failing GPU; rerun the same image on other nodes, and if it follows the node, drain it", None, rank, 50)
+
+
+def _node_failure_cause(ev: Evidence) -> Cause | None:
+    if not ev.node_failure:
+        return None
+    node = ev.node_failure
+    return Cause("slurm-node-failure", f"Slurm lost node {node} during the job (node failure); resubmit without it "
+                 "and tell the operators", node, None, 84)
+
+
 def _watchdog_cause(ev: Evidence) -> Cause | None:
     if ev.watchdog:
         rank, seq, op, limit, ran = ev.watchdog
@@ -838,9 +899,9 @@ def _memory_warning_cause(ev: Evidence) -> Cause | None:
                  "counts): a warning, not a failure, unless the job died", None, None, 5)
 
 
-CAUSE_READERS = (_gpu_cause, _cuda_oom_cause, _nan_cause, _host_memory_cause, _slurm_cause, _network_cause,
-                 _watchdog_cause, _rendezvous_cause, _container_cause, _srun_cause, _torchrun_cause,
-                 _memory_warning_cause)
+CAUSE_READERS = (_gpu_cause, _cuda_oom_cause, _nan_cause, _host_memory_cause, _slurm_cause, _node_failure_cause,
+                 _network_cause, _nccl_error_cause, _watchdog_cause, _rendezvous_cause, _container_cause,
+                 _cuda_crash_cause, _srun_cause, _torchrun_cause, _memory_warning_cause)
 
 
 def failure_causes(log_text: str) -> list[Cause]:
