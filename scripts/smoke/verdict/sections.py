@@ -39,32 +39,107 @@ def _number(value, what: str) -> float:
 
 
 # --- Training -----------------------------------------------------------------------------------
-def judge_training(log: TrainingLog, min_tflops: float | None) -> list[Row]:
-    """Loss present, finite and going down; no NaN iteration; throughput against the floor."""
+# A loss that disappears, goes non-finite, or iterations that are all skipped never pass. Megatron
+# (core_v0.13.0 training.py, training_log) prints a loss only when the interval's average is > 0: a
+# NaN loss leaves the line without it, and an interval whose every iteration the fp16 loss scaler
+# skipped has no loss either, with "number of skipped iterations" equal to the interval.
+FLAT = 0.05  # a loss within 5 % of where it started, over a short log, is not called a rise
+SHORT = 10  # fewer loss values than this: too few to call a flat loss a failure
+
+
+def _diverged(first_step: int, affected: int, total: int) -> str:
+    return (f"the loss went non-finite (NaN/Inf) from iteration {first_step}: Megatron drops the loss from its "
+            f"iteration line then, {affected} of {total} logged interval(s) affected; the model diverged (lower the "
+            "learning rate, train in bf16, check the data) or a GPU computes wrong results (rerun on other nodes)")
+
+
+def _scale(value: float) -> str:
+    """A loss scale as Megatron prints it (134217728, not 1.34218e+08)."""
+    return f"{value:.0f}" if 1 <= value < 1e15 else f"{value:g}"
+
+
+def _loss_problems(log: TrainingLog) -> list[Row]:
+    """FAIL/WARN rows for a loss that is missing, non-finite or never trained; [] when it is there."""
+    check = log.nan_check
+    if check:
+        at = f" at iteration {check['iteration']}" if check["iteration"] else ""
+        where = "".join(f", {k} {check[k]}" for k in ("rank", "node") if check[k])
+        return [Row("loss", FAIL, f"Megatron's NaN check stopped the run{at}{where}: found {check['what']}; the model "
+                                  "diverged (lower the learning rate, train in bf16, check the data) or that GPU "
+                                  "computes wrong results (rerun on other nodes)")]
     its = log.iterations
-    if len(its) < 2:
-        return [Row("training", FAIL, f"{len(its)} iteration line(s) in the log")]
+    if not its:
+        return _scaler_problems(log)
+    bad, all_skipped, previous = [], [], None
+    for it in its:
+        span = it.step - previous.step if previous is not None else None
+        previous = it
+        if it.nan or not it.grad_finite or (it.loss is not None and finite(it.loss) is None):
+            bad.append(it.step)
+        elif it.loss is None:
+            covered = span if span is not None else it.step
+            # the first line of a resumed run: its skips are taken to cover it
+            if it.skipped and (it.skipped >= covered or span is None):
+                all_skipped.append(it.step)
+            else:
+                bad.append(it.step)
     rows = []
-    nan = sum(i.nan for i in its)
-    losses = log.losses
-    missing = [i.step for i in its if i.loss is None]
-    if nan:
-        rows.append(Row("loss", FAIL, f"{nan} iteration(s) with a NaN or infinite loss or gradient (Megatron's "
-                                      "'number of nan iterations'): the run diverged or a GPU computes wrong "
-                                      "results; rerun, and if it repeats, localize the node"))
-    elif not losses:
-        skipped = sum(i.skipped for i in its)
-        rows.append(Row("loss", FAIL, f"no iteration printed a loss ({len(its)} iteration lines, {skipped} skipped): "
-                                      "Megatron prints none when it is not finite or every step was skipped"))
-    elif its[-1].loss is None:
-        rows.append(Row("loss", FAIL, f"the loss disappeared from iteration {missing[0]} on (Megatron drops a loss "
-                                      "that is not finite): the run diverged"))
-    elif not all(finite(x) is not None for x in losses):
-        rows.append(Row("loss", FAIL, "loss is NaN or infinite"))
+    if bad:
+        rows.append(Row("loss", FAIL, _diverged(min(bad), len(bad), len(its))))
+    if all_skipped and not log.losses:
+        scales = [it.scale for it in its if it.scale is not None]
+        fell = f" (loss scale {_scale(scales[0])} -> {_scale(scales[-1])})" if len(scales) > 1 else ""
+        rows.append(Row("loss", FAIL, f"every logged iteration was skipped by the fp16 loss scaler{fell}: the "
+                                      "gradients overflow on every step and the model does not train; train in bf16, "
+                                      "or check the learning rate and the data"))
+    return rows
+
+
+def _scaler_problems(log: TrainingLog) -> list[Row]:
+    """No Megatron iteration line: the DeepSpeed/apex loss-scaler lines and progress bars, if any."""
+    who = f" (reported by rank {log.overflow_rank})" if log.overflow_rank else ""
+    if log.scale_at_minimum:
+        return [Row("loss", FAIL, f"the fp16 loss scale reached its minimum and the run stopped{who}: every step "
+                                  "overflowed; train in bf16, or lower the learning rate")]
+    low = log.overflow_scale
+    if log.overflows and (low is None or low <= 1.0):
+        down = f" (down to {_scale(low)})" if low is not None else ""
+        return [Row("loss", FAIL, f"the fp16 loss scaler skipped step after step{down}{who}: the gradients overflow "
+                                  "at every scale and the model does not train; train in bf16, or lower the "
+                                  "learning rate")]
+    if log.overflows:
+        return [Row("loss", WARN, f"{log.overflows} fp16 overflow(s) while the loss scale calibrates (down to "
+                                  f"{_scale(low)}){who} and no loss line yet: too early to judge the run")]
+    if any(finite(x) is None for x in log.progress_losses):
+        return [Row("loss", FAIL, "the loss went non-finite (NaN/Inf) in the progress lines: the model diverged "
+                                  "(lower the learning rate, train in bf16, check the data) or a GPU computes "
+                                  "wrong results (rerun on other nodes)")]
+    return []
+
+
+def judge_training(log: TrainingLog, min_tflops: float | None) -> list[Row]:
+    """Loss present, finite and going down; no NaN or all-skipped interval; throughput against the floor."""
+    rows = _loss_problems(log)
+    if any(r.state == FAIL for r in rows):
+        return rows
+    its = log.iterations
+    losses = log.losses if its else [x for x in log.progress_losses if finite(x) is not None]
+    if not its and not losses:
+        return rows or [Row("training", FAIL, "0 iteration line(s) in the log: training did not run or wrote "
+                                              "elsewhere")]
+    if len(losses) < 2:
+        return rows + [Row("training", WARN, f"{len(its)} iteration line(s), {len(losses)} with a loss: too few "
+                                             "to judge the loss")]
+    head = statistics.mean(losses[: max(1, len(losses) // 4)])
+    tail = statistics.mean(losses[-max(1, len(losses) // 4):])
+    detail = f"{head:.4g} -> {tail:.4g} over {len(losses)} iterations"
+    if tail < head:
+        rows.append(Row("loss", PASS, detail))
+    elif tail <= head * (1 + FLAT) and len(losses) < SHORT:
+        rows.append(Row("loss", PASS, f"{detail} (too few to see a trend)"))
     else:
-        head = statistics.mean(losses[: max(1, len(losses) // 4)])
-        tail = statistics.mean(losses[-max(1, len(losses) // 4):])
-        rows.append(Row("loss", PASS if tail < head else FAIL, f"{head:.4g} -> {tail:.4g} over {len(losses)} iterations"))
+        rows.append(Row("loss", FAIL, f"{detail}: the loss did not fall; a wrong checkpoint conversion, learning "
+                                      "rate or data"))
     steady = [t for t in log.tflops[1:] if finite(t) is not None]  # the first iteration includes start-up
     if steady:
         median = statistics.median(steady)
@@ -73,7 +148,7 @@ def judge_training(log: TrainingLog, min_tflops: float | None) -> list[Row]:
         else:
             rows.append(Row("tflops_per_gpu", PASS if median >= min_tflops else FAIL,
                             f"median {median:.1f}, expected >= {min_tflops:g}"))
-    elif min_tflops is not None:
+    elif min_tflops is not None and its:
         rows.append(Row("tflops_per_gpu", WARN, f"no throughput in the iteration lines (--log-throughput): the "
                                                 f"floor {min_tflops:g} TFLOP/s was not checked"))
     return rows
