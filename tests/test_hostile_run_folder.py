@@ -197,3 +197,41 @@ def test_settings_are_digits_never_evaluated(tmp_path, name, value):
                           timeout=30)
     assert proc.returncode == 2 and f"image-cache: {name} must be a whole number" in proc.stderr
     assert not marker.exists()
+
+
+def test_localization_reads_no_fifo_or_link_and_writes_through_none(tmp_path, monkeypatch):
+    """probe.json and a per-node report as FIFOs, localize.log and localize.json as links out of the
+    run folder: the driver neither blocks nor writes outside; it reports and ends."""
+    from smoke import slurm
+    from smoke.localize import driver
+
+    outside = tmp_path / "outside"
+    outside.write_text("keep")
+    run = tmp_path / "run"
+    (run / "localize" / "node").mkdir(parents=True)
+    os.mkfifo(run / "probe.json")
+    os.mkfifo(run / "localize" / "node" / "node1.json")
+    (run / "localize.log").symlink_to(outside)
+
+    class FinishedStep:  # test double of an srun step (no Slurm here): finished at once
+        def wait(self, timeout=None):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(slurm, "allocation", lambda: ["node1", "node2", "node3"])
+    monkeypatch.setattr(driver, "launch", lambda *a, **k: FinishedStep())
+    monkeypatch.setenv("SMOKE_LOCALIZE", "always")
+    monkeypatch.setenv("SMOKE_ROOT", str(ROOT))
+    args = __import__("argparse").Namespace(out=str(run), preset=PRESET, mode="functional", probe_status=1)
+    assert driver.drive(args, driver.Step()) == 1  # the log link: said in localize.json, not followed
+    result = json.loads((run / "localize.json").read_text())
+    assert outside.read_text() == "keep" and "localize.log" in result["error"]
+    (run / "localize.log").unlink()
+    (run / "localize.json").unlink()
+    (run / "localize.json").symlink_to(outside)
+    assert driver.drive(args, driver.Step()) == 0
+    result = json.loads((run / "localize.json").read_text())
+    assert outside.read_text() == "keep" and not (run / "localize.json").is_symlink()
+    assert {s["node"]: s["layer"] for s in result["suspects"]} == {} and result["job_level"]  # 3 of 3 unusable

@@ -165,8 +165,11 @@ def drive(args, step: Step) -> int:
             if proc.poll() is None:
                 proc.terminate()  # srun passes it on to the step's tasks
         why = str(exc) if isinstance(exc, (Stopped, ValueError)) else f"{type(exc).__name__}: {exc}"
-        runfolder.write_json(result_path, {"ran": True, "error": why[:300], "suspects": [], "job_level": [],
-                                 "seconds": round(time.monotonic() - started, 1)})
+        try:
+            runfolder.write_json(result_path, {"ran": True, "error": why[:300], "suspects": [], "job_level": [],
+                                               "seconds": round(time.monotonic() - started, 1)})
+        except OSError as write_error:  # the verdict then says localize.json is missing
+            print(f"localize: cannot write {result_path}: {write_error.strerror}", file=sys.stderr)
         print(f"localize: did not finish: {why[:300]}", file=sys.stderr)
         return 1
     finally:
