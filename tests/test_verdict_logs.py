@@ -8,6 +8,7 @@ from smoke.verdict.rows import FAIL, PASS, WARN
 from smoke.verdict.sections import judge_training
 
 FORMATS = FIXTURES / "runtime" / "formats"
+LOGS = FIXTURES / "runtime"
 
 
 def text(name: str) -> str:
@@ -166,3 +167,11 @@ def test_lookalike_lines_name_no_cause():
 def test_more_causes_from_one_line(line, kind, rank):
     cause = logs.failure_causes(line + "\n")[0]
     assert (cause.kind, cause.rank) == (kind, rank), cause
+
+
+def test_a_step_srun_ended_after_a_task_failed_is_not_called_a_cancellation():
+    """Recorded on the local cluster: task 1 failed, srun's --kill-on-bad-exit then ended the step and
+    slurmstepd printed `*** STEP ... CANCELLED AT ... ***`. That is not scancel or an administrator."""
+    text = (LOGS / "stage-step-killed-after-task-failed-recorded.log").read_text()
+    cause = logs.failure_cause(text)
+    assert cause.startswith("srun task 1 on node2 exited with exit code 1 first") and "scancel" not in cause

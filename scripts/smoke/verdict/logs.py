@@ -735,6 +735,13 @@ def _slurm_cause(ev: Evidence) -> Cause | None:
     if not ev.cancelled:
         return None
     job, node, when, why = ev.cancelled
+    if "." in job and not why:  # a step, not the job: srun's --kill-on-bad-exit ends a step this way
+        if ev.srun_task and ev.srun_task[2].startswith("Exited"):
+            first, tasks, how = ev.srun_task
+            return Cause("srun-task", f"srun {tasks} on {first} {how.lower()} first, and srun then ended the step's "
+                         "other tasks (--kill-on-bad-exit): that task's own error is in the lines above", first, None, 32)
+        return Cause("slurm-cancelled", f"step {job} was cancelled at {when}{_where(node, None)}: by srun after a task "
+                     "failed, by scancel or by an administrator; the lines before say which", node, None, 20)
     kind, text = _CANCEL_REASONS.get((why or "").strip(), ("slurm-cancelled", "job {job} was cancelled at {when}"
                                      "{where} (scancel or an administrator); resubmit if that was not intended"))
     return Cause(kind, text.format(job=job, when=when, where=_where(node, None)), node, None, 85 if why else 40)
