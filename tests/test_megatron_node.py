@@ -54,7 +54,7 @@ def test_local_implementation_asks_for_no_fused_kernel(tmp_path):
             "--no-masked-softmax-fusion", "--no-bias-swiglu-fusion"} <= set(args)
     code, err, args = megatron_node(tmp_path, "gh200")
     assert args[args.index("--transformer-impl") + 1] == "transformer_engine"
-    assert args[args.index("--attention-backend") + 1] == "flash" and "--no-rope-fusion" not in args
+    assert args[args.index("--attention-backend") + 1] == "fused" and "--no-rope-fusion" not in args
 
 
 def test_unknown_transformer_implementation_stops_with_the_choices(tmp_path):

@@ -313,8 +313,9 @@ def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
         return
     raw = value_node.text.decode("utf-8", "replace") if value_node is not None else ""
     value = literal(value_node) if value_node is not None else ""
-    if value is None and value_node is not None and value_node.type == "expansion":
-        match = _DEFAULT.match(raw)
+    # NAME=${NAME:-default} and NAME="${NAME:-default}" (the quotes change nothing in an assignment)
+    if value is None and value_node is not None and value_node.type in ("expansion", "string"):
+        match = _DEFAULT.match(raw[1:-1] if value_node.type == "string" else raw)
         if match and match.group(1) == name_node.text.decode("utf-8", "replace"):
             value = match.group(2).strip("\"'")
     line, col = _pos(node)
