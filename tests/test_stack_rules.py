@@ -5,7 +5,7 @@ import re
 from conftest import ROOT
 from validator.rules import launch_setting_shadowed
 from validator.shell import parse_shell
-from validator.stack import TE_FLASH_ATTN, flash_problem, te_flash_window, version_key
+from smoke.stack import TE_FLASH_ATTN, flash_problem, te_flash_window, version_key
 
 
 def test_versions_order_as_pip_does():

@@ -2,11 +2,11 @@
 
 `--attention-backend flash` makes Megatron switch TE's fused and unfused backends off
 (language_module.py, `_set_attention_backend`); TE then uses flash-attn only inside its version
-window (validator/data/te-flash-attn.json), and with nothing left it raises "No dot product
+window (scripts/smoke/data/te-flash-attn.json), and with nothing left it raises "No dot product
 attention support for the provided inputs!" at the first step (docs/preset-stack-review.md).
 """
 from validator.rules.base import manifest_of, with_payloads
-from validator.stack import ATTENTION_BACKENDS, flash_problem
+from smoke.stack import ATTENTION_BACKENDS, flash_problem
 
 ID = "xcheck-attention-backend"
 SEVERITY = "error"
