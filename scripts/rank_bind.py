@@ -32,6 +32,7 @@ SYSFS = os.environ.get("SMOKE_SYSFS_ROOT", "") or "/"
 # SMOKE_SYSFS_ROOT, a corrupt file) would otherwise take minutes and gigabytes to expand.
 MAX_CPU = 65535
 SYSFS_MAX_BYTES = 4096  # one sysfs attribute is at most one page
+_BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]", re.ASCII)
 _CPU_RANGE = re.compile(r"([0-9]{1,10})(?:-([0-9]{1,10}))?", re.ASCII)
 
 
@@ -98,7 +99,10 @@ def gpu_bus_id(local_rank: int) -> str:
     out = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", selector.strip()],
                          capture_output=True, text=True, timeout=30, check=True).stdout.strip().splitlines()[0]
     domain, _, rest = out.strip().lower().partition(":")
-    return f"{domain[-4:]}:{rest}"  # nvidia-smi prints an 8-digit domain, sysfs a 4-digit one
+    bus = f"{domain[-4:]}:{rest}"  # nvidia-smi prints an 8-digit domain, sysfs a 4-digit one
+    if not _BUS_ID.fullmatch(bus):  # it becomes a path under sysfs
+        raise ValueError(f"nvidia-smi printed {out[:60]!r}, not a PCI bus id")
+    return bus
 
 
 def plan(local_rank: int, allowed: set[int]) -> tuple[set[int] | None, str]:
@@ -129,8 +133,12 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: rank_bind.py PROGRAM [ARGS...]", file=sys.stderr)
         return 2
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    cpus, line = plan(local_rank, os.sched_getaffinity(0))
+    raw_rank = os.environ.get("LOCAL_RANK", "0")
+    if re.fullmatch(r"[0-9]{1,5}", raw_rank, re.ASCII):
+        local_rank = int(raw_rank)
+        cpus, line = plan(local_rank, os.sched_getaffinity(0))
+    else:  # torchrun sets it; anything else is said, and the rank still runs
+        local_rank, cpus, line = 0, None, f"LOCAL_RANK {raw_rank[:40]!r} is not a number: not binding"
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
     if local_rank == 0 or cpus is not None:

@@ -161,7 +161,8 @@ def _config(name: str, data: bytes | str, where: str = ".") -> Callable[[Place],
     return setup
 
 
-def _sysfs(local_cpulist: bytes = b"0\n", node1: bytes | None = b"1\n") -> Callable[[Place], None]:
+def _sysfs(local_cpulist: bytes | None = b"0\n", node1: bytes | None = b"1\n",
+           bus_id: str = "00000000:1B:00.0") -> Callable[[Place], None]:
     """Two NUMA nodes with CPUs, one GPU on node 0 (a sysfs tree in the kernel's layout) and a
     stand-in nvidia-smi that prints its bus id as nvidia-smi does."""
     def setup(p: Place) -> None:
@@ -177,7 +178,7 @@ def _sysfs(local_cpulist: bytes = b"0\n", node1: bytes | None = b"1\n") -> Calla
         else:
             _write(root / "sys/bus/pci/devices/0000:1b:00.0/local_cpulist", local_cpulist)
         smi = p.outside / "bin" / "nvidia-smi"
-        _write(smi, "#!/bin/sh\necho 00000000:1B:00.0\n")
+        _write(smi, f"#!/bin/sh\necho '{bus_id}'\n")
         smi.chmod(0o755)
     return setup
 
@@ -322,6 +323,8 @@ CASES = {
     "matrix-preset-folder-linked-outside": Case(
         "validator", ("matrix",), 2, "presets/linked: " + LEAVES,
         setup=lambda p: _link(p.repo / "presets" / "linked", _preset_outside(p))),
+    "matrix-manifest-fifo": Case("validator", ("matrix",), 2, "zz/preset.yaml: not a regular file",
+                                 setup=lambda p: _fifo(p.repo / "presets" / "zz" / "preset.yaml")),
     "matrix-preset-dangling-link": Case("validator", ("matrix",), 2, "presets/gone: dangling symbolic link",
                                         setup=lambda p: _link(p.repo / "presets" / "gone", "nowhere")),
     "matrix-folder-name-not-a-name": Case("validator", ("matrix",), 2,
@@ -389,6 +392,9 @@ CASES = {
     "bind-cpulist-fifo": Case("bind", (), 0, "local_cpulist: not a regular file", setup=_sysfs(None)),
     "bind-node-cpulist-non-ascii": Case("bind", (), 0, "NUMA nodes unreadable", setup=_sysfs(node1=b"1\xff\n")),
     "bind-node-cpulist-fifo": Case("bind", (), 0, "NUMA nodes unreadable", setup=_sysfs(node1=None)),
+    "bind-bus-id-leaves-sysfs": Case("bind", (), 0, "not a PCI bus id", setup=_sysfs(bus_id="00000000:../../../../tmp")),
+    "bind-local-rank-not-a-number": Case("bind", (), 0, "LOCAL_RANK '١' is not a number: not binding",
+                                         setup=_sysfs(), env={"LOCAL_RANK": "١"}),
     "bind-cpulist-many-overlapping-ranges": Case("bind", (), 0, "NUMA node 0: CPUs 0",
                                                  setup=_sysfs(",".join(["0-65535"] * 500).encode() + b"\n")),
 }
@@ -418,8 +424,8 @@ def run_case(case: Case, tmp_path: Path) -> tuple[Place, subprocess.CompletedPro
     else:
         report = "import os; print('program ran on', sorted(os.sched_getaffinity(0))[:4])"
         command = [sys.executable, str(ROOT / "scripts" / "rank_bind.py"), "-c", report]
-        env.update(SMOKE_SYSFS_ROOT=str(place.outside / "sysfs"), LOCAL_RANK="0", CUDA_VISIBLE_DEVICES="0",
-                   PATH=f"{place.outside / 'bin'}:{os.environ['PATH']}")
+        env.update({"SMOKE_SYSFS_ROOT": str(place.outside / "sysfs"), "LOCAL_RANK": "0", "CUDA_VISIBLE_DEVICES": "0",
+                    "PATH": f"{place.outside / 'bin'}:{os.environ['PATH']}", **case.env})
     cwd = fill(case.cwd) if case.cwd.startswith("{") else place.repo / case.cwd
     try:
         proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,

@@ -70,7 +70,12 @@ def preset_dirs(root: Path) -> list[Path]:
     for entry in entries:
         if entry.is_symlink() and not entry.exists():
             raise CatalogError(f"{entry}: dangling symbolic link (or a link loop) where a preset folder would be")
-        if not (entry.is_dir() and (entry / MANIFEST).is_file()):
+        if not entry.is_dir():
+            continue
+        manifest = entry / MANIFEST
+        if os.path.lexists(manifest) and not manifest.is_file():
+            raise CatalogError(f"{manifest}: not a regular file (a link to nowhere, a folder or a pipe)")
+        if not manifest.is_file():
             continue
         if not _inside(entry / MANIFEST, root):
             raise CatalogError(f"{entry}: symbolic link leaves the repository (points to "
