@@ -19,9 +19,9 @@ def _backgrounded(command) -> bool:
         node = node.parent
     if node is None or node.parent is None:
         return False
-    siblings = node.parent.children
-    index = siblings.index(node) if node in siblings else -1
-    return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
+    # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
+    following = node.next_sibling
+    return following is not None and following.type == "&"
 
 
 def _functions_running_srun(shell) -> set:

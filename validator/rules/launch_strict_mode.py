@@ -34,10 +34,10 @@ def _top_level(command) -> bool:
 
 
 def _backgrounded(node) -> bool:
-    statement = _statement(node)
-    siblings = statement.parent.children if statement.parent is not None else []
-    index = siblings.index(statement) if statement in siblings else -1
-    return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
+    """The top-level statement ends with '&'. The next sibling, not an index into the parent's
+    children: tree-sitter builds that list anew on every access, which made this quadratic."""
+    following = _statement(node).next_sibling
+    return following is not None and following.type == "&"
 
 
 def _statement(node):
