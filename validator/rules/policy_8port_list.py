@@ -12,7 +12,7 @@ BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "export SLURM_EXPORT_ENV=ALL\ne
 
 import re
 
-_IB_DEVICE = re.compile(r"^\^?=?(mlx\d*_\d+|ibp\d+|ib\d+)(:\d+)?$")
+_IB_DEVICE = re.compile(r"^\^?=?(mlx[0-9]*_[0-9]+|ibp[0-9]+|ib[0-9]+)(:[0-9]+)?$")
 
 
 def check(target):

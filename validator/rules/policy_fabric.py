@@ -15,7 +15,7 @@ BAD = {"train.sbatch": ("replace", "export NCCL_IB_DISABLE=1\n", "export NCCL_IB
 
 import re
 
-_IB_DEVICE = re.compile(r"(^|[,=^])(mlx\d*_|ibp|ib\d|hfi|bnxt_re)")
+_IB_DEVICE = re.compile(r"(^|[,=^])(mlx[0-9]*_|ibp|ib[0-9]|hfi|bnxt_re)")
 
 
 def check(target):

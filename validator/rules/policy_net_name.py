@@ -13,7 +13,7 @@ DESCRIPTION = ("NCCL_NET names the fabric's network (NCCL compares it case-insen
 GOOD = {"preset.yaml": None}
 BAD = {"train.sbatch": ("replace", "export NCCL_NET_PLUGIN=none\n", "export NCCL_NET_PLUGIN=none\nexport NCCL_NET=IB\n")}
 
-IB_FAMILY = re.compile(r"ib(ext(_v\d+)?)?", re.IGNORECASE)  # NCCL's "IB"; Mellanox/nccl-rdma-sharp-plugins' IBext_v6..v11
+IB_FAMILY = re.compile(r"ib(ext(_v[0-9]+)?)?", re.IGNORECASE)  # NCCL's "IB"; Mellanox/nccl-rdma-sharp-plugins' IBext_v6..v11
 EXPECTED = {"infiniband": ("IB", IB_FAMILY.fullmatch), "ethernet": ("Socket", lambda v: v.lower() == "socket")}
 
 
