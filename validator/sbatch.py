@@ -184,7 +184,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
         line = raw
         if line.startswith(MAGIC):
             # sbatch compares the first 7 characters only: `#SBATCH--nodes=2` is a directive too
-            # (src/sbatch/opt.c, _opt_batch_script: xstrncmp(line, "#SBATCH", 7), 22.05-25.11)
+            # (src/sbatch/opt.c, _opt_batch_script: xstrncmp(line, "#SBATCH", 7), slurm-22-05-0-1 to slurm-26-05-1-1)
             rest = line[len(MAGIC):]
             tokens, cut, open_quote = split_arguments(rest, len(MAGIC))
             directive = Directive(number, line, tokens, cut, open_quote)

@@ -1,9 +1,12 @@
 """srun without --kill-on-bad-exit leaves the other tasks running (until the time limit) when one dies.
 
 Premise: when a task of a step exits non-zero, srun lets the others run on unless --kill-on-bad-exit
-(-K) is set or the cluster sets KillOnBadExit=1 in slurm.conf (srun.1 and src/srun/srun_job.c
-at slurm-22-05-0-1 through slurm-25-11-7-1; SLURM_KILL_ON_BAD_EXIT in the environment is the same
-option). Tasks of a distributed program then block in their next collective until the time limit.
+(-K) is set or slurm.conf says KillOnBadExit=1 (_kill_on_bad_exit(): the option, else the cluster's
+setting; src/plugins/launch/slurm/launch_slurm.c at slurm-22-05-0-1, src/srun/launch.c at
+slurm-26-05-1-1). srun reads the option from SLURM_KILL_BAD_EXIT too (env_vars in
+src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1; srun.1), not from
+SLURM_KILL_ON_BAD_EXIT, which does nothing and is reported. Tasks of a distributed program then
+block in their next collective until the time limit.
 Holds for: every release the validator knows (22.05-26.05). It is a defect only where tasks wait for
 each other: a step of one task (-n1, --ntasks=1, -N1 in a job of one task per node, a job of one
 task) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
@@ -122,8 +125,12 @@ def _independent(shell, command) -> bool:
 
 def check(target):
     shell = target.script.shell
-    # SLURM_KILL_ON_BAD_EXIT=1 in the environment is srun's --kill-on-bad-exit=1 for every step
-    if any(a.name == "SLURM_KILL_ON_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
+    for a in shell.assignments:  # a name srun never reads: the steps are not killed
+        if a.name == "SLURM_KILL_ON_BAD_EXIT" and a.exported:
+            yield (target.script.display, a.line, a.col, "srun reads SLURM_KILL_BAD_EXIT, not SLURM_KILL_ON_BAD_EXIT: "
+                   "this setting does nothing")
+    # SLURM_KILL_BAD_EXIT=1 in the environment is srun's --kill-on-bad-exit=1 for every step
+    if any(a.name == "SLURM_KILL_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
         return
     for command in shell.named("srun"):
         kill = srun_option(shell, command, "--kill-on-bad-exit", "-K")

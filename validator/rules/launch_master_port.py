@@ -3,7 +3,7 @@
 Premise: two jobs on one node that both bind the same TCP port: the second rendezvous fails with
 "address already in use". Slurm places several jobs on a node unless the job asks for the whole
 node: --exclusive (JOB_SHARED_NONE in src/common/slurm_opt.c, arg_set_exclusive, at
-slurm-22-05-0-1 and slurm-25-11-7-1; sbatch.1: "can not share nodes with other running jobs") or
+slurm-22-05-0-1 and slurm-26-05-1-1; sbatch.1: "can not share nodes with other running jobs") or
 every GPU and CPU of it. Not a Slurm release matter: holds for every
 release. The GPU count of a node is the preset manifest's topology.gpu.per_node, else 8 (HGX and
 DGX boards); its CPU count is unknown to a script, so "every CPU" is 96 or more (the vCPUs of Azure
@@ -45,7 +45,7 @@ def _cpus_per_node(parsed) -> int:
 def _whole_nodes(target) -> bool:
     """--exclusive (no value, or =exclusive), or every GPU and CPU of the node: no other job shares
     the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
-    segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-25-11-7-1)."""
+    segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
     parsed = target.script.parsed
     if any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive")):
         return True

@@ -4,7 +4,7 @@ Premise: slurmstepd opens the job's stdout/stderr file with open(); before 23.02
 folder, so the open fails with ENOENT and the job ends at start without a log
 (src/slurmd/slurmstepd/io.c, _init_task_stdio_fds, at slurm-22-05-11-1). From 23.02 on slurmstepd
 calls mkdirpath() on ENOENT and retries (io.c at slurm-23-02-0-1 and every later tag through
-slurm-25-11-7-1; SchedMD commit ecc671a141, NEWS of 23.02: "Automatically create directories for
+slurm-26-05-1-1; SchedMD commit ecc671a141, NEWS of 23.02: "Automatically create directories for
 stdout/stderr output files"). Holds for: 22.05 only, so the rule runs only when the targeted
 release (--slurm-version, the manifest's slurm.min_version, the repository config) is older than
 23.02; a script nobody here wrote is checked against the newest release and never gets it.
