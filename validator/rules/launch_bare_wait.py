@@ -1,4 +1,8 @@
-"""Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit."""
+"""Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit.
+
+Premise: bash's `wait` without arguments returns 0 once every child has ended, whatever their status
+(bash(1), wait builtin). Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 ID = "launch-bare-wait"
 SEVERITY = "warning"
 SCOPE = "script"

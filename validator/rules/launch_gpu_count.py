@@ -1,4 +1,11 @@
-"""torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal."""
+"""torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal.
+
+Premise: SLURM_GPUS_PER_NODE is set only from --gpus-per-node (src/common/env.c at slurm-22-05-0-1
+and slurm-26-05-1-1), SLURM_GPUS_ON_NODE by the GPU plugin for each step's node
+(src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1); a literal that
+differs from the job's own per-node GPU request starts too many or too few processes. Holds for:
+22.05-26.05.
+"""
 from validator.rules.base import GOOD_BATCH, as_int, bad_batch, launcher_commands, requested_gpus_per_node
 ID = "launch-gpu-count"
 SEVERITY = "error"

@@ -1,14 +1,15 @@
 """A fixed rendezvous port (29500) collides when jobs share a node; derive it from the job id, within 1024-32767.
 
-Premise: two jobs on one node that both bind the same TCP port: the second rendezvous fails with
-"address already in use". Slurm places several jobs on a node unless the job asks for the whole
-node: --exclusive (JOB_SHARED_NONE in src/common/slurm_opt.c, arg_set_exclusive, at
-slurm-22-05-0-1 and slurm-26-05-1-1; sbatch.1: "can not share nodes with other running jobs") or
-every GPU and CPU of it. Not a Slurm release matter: holds for every
-release. The GPU count of a node is the preset manifest's topology.gpu.per_node, else 8 (HGX and
-DGX boards); its CPU count is unknown to a script, so "every CPU" is 96 or more (the vCPUs of Azure
-ND96 and AWS p4d nodes), a heuristic; all GPUs with a few CPUs still leave room for another job. A port that is not
-ASCII digits ('²') is no port at all (Python's int() refuses it) and is reported everywhere.
+Premise: two jobs on one node that bind the same TCP port: the second rendezvous fails with
+"address already in use". Slurm places several jobs on a node unless the job takes the whole node:
+--exclusive (JOB_SHARED_NONE, arg_set_exclusive in src/common/slurm_opt.c at slurm-22-05-0-1 and
+slurm-26-05-1-1; sbatch.1 at slurm-25-11-7-1: "can not share nodes with other running jobs"), or
+every GPU and CPU of it. The GPU count of a node is the preset manifest's topology.gpu.per_node,
+else 8 (HGX and DGX boards); its CPU count is not in the script, so "every CPU" is 96 or more (the
+vCPUs of Azure ND96 and AWS p4d nodes), a heuristic: all GPUs with a few CPUs still leave room for
+another job. A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
+reported on any job.
+Holds for: every release (22.05-26.05).
 """
 import re
 

@@ -3,7 +3,8 @@
 Premise: torchrun waits at the rendezvous until --nnodes nodes have joined, and srun starts one
 torchrun per task; a job of N nodes (sbatch --nodes, src/sbatch/opt.c; SLURM_NNODES in the job,
 src/common/env.c, at slurm-22-05-0-1 through slurm-26-05-1-1) with torchrun started once per node
-and no --nnodes makes N one-node jobs. Holds for every release. Defects in any script: torchrun
+and no --nnodes makes N one-node jobs.
+Holds for: every release (22.05-26.05). Defects in any script: torchrun
 without --nnodes (or with --standalone) in a job of several nodes, a literal --nnodes that differs
 from the job's own --nodes, more tasks than nodes beside torchrun. The strict profile's policy (the
 node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no

@@ -1,4 +1,8 @@
-"""A hard-coded address as the rendezvous host: the job works only on the node that has it."""
+"""A hard-coded address as the rendezvous host: the job works only on the node that has it.
+
+Premise: a literal address or host name as the rendezvous host exists on one cluster only; the job's
+first node is $SLURM_JOB_NODELIST's. Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 import re
 
 from validator.rules.base import GOOD_BATCH, bad_batch

@@ -1,4 +1,10 @@
-"""A batch script must run with set -euo pipefail before its first srun, or failures (also in srun | tee) go unnoticed."""
+"""A batch script must run with set -euo pipefail before its first srun, or failures (also in srun | tee) go unnoticed.
+
+Premise: bash gives a pipeline the status of its last command unless pipefail, and a script the
+status of its last command unless -e (bash(1)). Holds for: every Slurm release (no Slurm behaviour
+involved). The default profile reports a lost srun status; set -euo pipefail before the first srun
+is A policy of our presets, not a defect elsewhere: strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-strict-mode"
 SEVERITY = "error"

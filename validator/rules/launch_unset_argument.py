@@ -1,4 +1,8 @@
-"""$1 (a script argument) under set -u without a default: `sbatch job.sh` without arguments stops at once with 'unbound variable'."""
+"""$1 (a script argument) under set -u without a default: `sbatch job.sh` without arguments stops at once with 'unbound variable'.
+
+Premise: under set -u bash stops at $1 when the script got no argument (bash(1)). Holds for: every
+Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.launch_strict_mode import _flags
 from validator.rules.base import is_decimal
 

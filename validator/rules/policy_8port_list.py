@@ -1,4 +1,9 @@
-"""An HCA or UCX device list of 8 IB ports outside a preset whose manifest declares 8 IB ports per node."""
+"""An HCA or UCX device list of 8 IB ports outside a preset whose manifest declares 8 IB ports per node.
+
+Premise: an 8-port device list on a topology that has fewer ports names devices that do not exist
+there. Holds for: every Slurm release (no Slurm behaviour involved). A policy of our presets, not a
+defect elsewhere: strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, manifest_of, setting_value
 
 ID = "policy-8port-list"

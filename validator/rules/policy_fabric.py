@@ -1,4 +1,9 @@
-"""Fabric settings that contradict the manifest's fabric (ethernet, infiniband, roce)."""
+"""Fabric settings that contradict the manifest's fabric (ethernet, infiniband, roce).
+
+Premise: settings for one fabric (IB HCAs, socket interfaces) contradict a manifest that declares
+another. Holds for: every Slurm release (no Slurm behaviour involved). A policy of our presets, not
+a defect elsewhere: strict profile only.
+"""
 from validator.catalog import RDMA_FABRICS
 from validator.rules.base import manifest_of, setting_value, topology_settings
 

@@ -1,4 +1,8 @@
-"""NCCL_NET names the fabric's network: IB (or a plugin's IBext_vN) on InfiniBand, Socket on Ethernet."""
+"""NCCL_NET names the fabric's network: IB (or a plugin's IBext_vN) on InfiniBand, Socket on Ethernet.
+
+Premise: NCCL_NET must name the transport the fabric has. Holds for: every Slurm release (no Slurm
+behaviour involved). A policy of our presets, not a defect elsewhere: strict profile only.
+"""
 import re
 
 from validator.rules.base import manifest_of, setting_value, topology_settings

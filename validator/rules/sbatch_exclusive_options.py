@@ -1,4 +1,11 @@
-"""Option pairs that sbatch rejects together or that contradict each other."""
+"""Option pairs that sbatch rejects together or that contradict each other.
+
+Premise: sbatch refuses --mem with --mem-per-cpu or --mem-per-gpu (_validate_memory_options in
+src/common/slurm_opt.c at slurm-26-05-1-1) and, from 26.05, --gres=gpu with --gpus-per-node (SchedMD
+commit 1a2bc58796, first in slurm-26-05-0-0rc1); the other pairs contradict each other (the last
+silently wins). Holds for: 22.05-26.05; the --gres/--gpus-per-node pair only from 26.05
+(sbatch.before).
+"""
 from validator.sbatch import before
 
 ID = "sbatch-exclusive-options"

@@ -3,8 +3,9 @@
 Premise: sbatch reads a directive only from a line whose first 7 characters are "#SBATCH"
 (src/sbatch/opt.c, _opt_batch_script: xstrncmp(line, "#SBATCH", 7), at slurm-22-05-0-1,
 slurm-24-05-0-1 and slurm-26-05-1-1); '#sbatch', an indented '#SBATCH' and '# SBATCH' are comments,
-so the option silently does not apply ('#SBATCH--nodes=2', glued, is a directive). Holds for every
-release.
+so the option silently does not apply ('#SBATCH--nodes=2', glued, is a directive; so is a line
+starting '#SLURM', with an error asking for '#SBATCH': not modelled here).
+Holds for: every release (22.05-26.05).
 '# SBATCH' (or '##SBATCH') in a script that has live #SBATCH lines is the usual way to switch a
 directive off on purpose: that is reported in the strict profile only (our presets delete what
 they do not use); elsewhere only the forms that are no way of disabling anything.

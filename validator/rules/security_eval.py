@@ -1,7 +1,8 @@
 """eval runs text as code: with values from manifests or the environment that is an injection; use arrays.
 
 Premise: eval parses its arguments as shell code, so whoever controls the text runs commands in the
-job (bash(1), SHELL BUILTIN COMMANDS). No Slurm behaviour is involved: holds for every release.
+job (bash(1), SHELL BUILTIN COMMANDS).
+Holds for: every Slurm release (no Slurm behaviour involved).
 It is an injection only where the text comes from outside the script's control. Not reported:
 literal text; the output of a program that prints shell code meant for eval (conda's, mamba's and
 micromamba's shell hooks, pyenv init, getopt, which quotes what it prints); Slurm's own variables
