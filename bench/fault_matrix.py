@@ -124,7 +124,7 @@ def submit(extra: str = "", step_timeout: int = 45, collective_timeout: int = 20
     exports = ",".join(["NONE", "SMOKE_MODE=functional", f"SMOKE_PYTHON={sys.executable}", "SMOKE_STOP_AFTER=probe",
                         f"SMOKE_COLLECTIVE_TIMEOUT={collective_timeout}", f"SMOKE_LOCALIZE_STEP_TIMEOUT={step_timeout}", "SMOKE_RDZV_TIMEOUT=90",
                         "SMOKE_STEP_GRACE=10", f"SMOKE_FAKE_GPU_DIR={STATE / 'dev'}"]) + extra
-    out = subprocess.run(["sbatch", "--parsable", "--nodes", "4", "--gpus-per-task=2", f"--export={exports}",
+    out = subprocess.run(["sbatch", "--parsable", "--nodes", "4", "--gpus-per-node=2", f"--export={exports}",
                           "presets/ethernet-only/train.sbatch"], cwd=ROOT, env=ENV, capture_output=True, text=True,
                          check=True).stdout
     return out.strip().split(";")[0]

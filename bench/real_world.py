@@ -8,7 +8,10 @@ docs/real-world-judgements.tsv: repository, path, line, rule, true|false, why. A
 (repository, path, line, rule). The validator runs once in the default profile and once with
 --strict (the presets' profile); the table gives true/total per rule for each, plus the findings
 that carry no judgement yet. --validator-root runs another checkout's validator (e.g. a worktree of
-an older commit, for the "before" column).
+an older commit, for the "before" column). --judgements names another judgement file (round two:
+docs/real-world-r2-judgements.tsv); --holdout names a list of held-out scripts (repository, path,
+commit; docs/real-world-r2-holdout.tsv), and every table is then given twice, for the tuning part and
+for the held-out part, each scored on its own.
 """
 from __future__ import annotations
 
@@ -46,6 +49,16 @@ def load_judgements(path: Path = JUDGEMENTS) -> dict[tuple[str, str, int, str], 
             if verdict not in ("true", "false"):
                 raise SystemExit(f"{path}: verdict must be true or false: {row}")
             out[(repo, path_, int(line), rule)] = (verdict == "true", why)
+    return out
+
+
+def load_holdout(path: Path) -> set[tuple[str, str]]:
+    """(repository, path) of the held-out scripts; the header row and comments are skipped."""
+    out = set()
+    with open(path, encoding="utf-8") as handle:
+        for row in csv.reader(handle, delimiter="\t"):
+            if row and not row[0].startswith("#") and row[0] != "repository":
+                out.add((row[0], row[1]))
     return out
 
 
@@ -105,6 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("--corpus", required=True, type=Path)
     p.add_argument("--validator-root", type=Path, default=ROOT)
     p.add_argument("--judgements", type=Path, default=JUDGEMENTS)
+    p.add_argument("--holdout", type=Path,
+                   help="held-out scripts (repository, path, commit): score them apart from the rest")
     p.add_argument("--one-profile", action="store_true",
                    help="run only the default invocation (a validator from before the profiles existed)")
     p.add_argument("--unjudged", action="store_true", help="list the findings that carry no judgement")
@@ -115,12 +130,23 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     manifest = load_manifest(args.corpus)
     judgements = load_judgements(args.judgements)
-    out = [f"corpus: {len(manifest)} scripts from {len({r for r, _, _ in manifest})} repositories", ""]
+    held = load_holdout(args.holdout) if args.holdout else set()
+    unknown = held - {(r, p_) for r, p_, _ in manifest}
+    if unknown:
+        raise SystemExit(f"{args.holdout}: not in the corpus manifest: {sorted(unknown)[:3]}")
+    parts = [("", lambda f: True)] if not held else [
+        (" - tuning part", lambda f: (f["repo"], f["file"]) not in held),
+        (" - held-out part", lambda f: (f["repo"], f["file"]) in held)]
+    out = [f"corpus: {len(manifest)} scripts from {len({r for r, _, _ in manifest})} repositories"
+           + (f", {len(held)} of them held out" if held else ""), ""]
     reported = {}
     runs = [("default profile", []), ("strict profile (--strict, what presets get)", ["--strict"])]
     for name, extra in runs[:1] if args.one_profile else runs:
         findings, elapsed = run(args.corpus, manifest, extra, args.validator_root)
-        out += summarise(f"{name}: {len(findings)} findings in {elapsed:.2f} s", table(findings, judgements))
+        for label, pick in parts:
+            mine = [f for f in findings if pick(f)]
+            out += summarise(f"{name}{label}: {len(mine)} findings ({len(findings)} in all in {elapsed:.2f} s)",
+                             table(mine, judgements))
         if args.unjudged:
             for f in findings:
                 if (f["repo"], f["file"], f["line"], f["rule"]) not in judgements:

@@ -74,7 +74,7 @@ def test_repository_config_sets_release_and_profile(tmp_path):
     assert "SC2086" in proc.stdout and "tres-bind" not in proc.stdout
     (tmp_path / ".validator.toml").write_text("strict = 'yes'\n")
     proc = run_validator(str(script))
-    assert proc.returncode == 2 and ".validator.toml: 'strict' must be a bool" in proc.stderr
+    assert proc.returncode == 2 and ".validator.toml:1:10: 'strict' must be true or false, not a string" in proc.stderr
     (tmp_path / ".validator.toml").unlink()
     os.mkfifo(tmp_path / ".validator.toml")  # never opened: a read would block
     proc = run_validator(str(script))

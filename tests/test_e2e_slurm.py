@@ -26,7 +26,7 @@ GPUS = {name: m["topology"]["gpu"]["per_node"] for name, m in MANIFESTS.items()}
 
 # CI time: a functional-mode "GPU" is a CPU torch process on this 2-core machine. One run per
 # GPUs-per-node count starts the preset's full width; the others start at most this many per node
-# (`--gpus-per-task` on the sbatch command line overrides the preset's, as a user may).
+# (`--gpus-per-node` on the sbatch command line overrides the preset's, as a user may).
 CI_WIDTH = 2
 
 
@@ -62,7 +62,7 @@ def cluster():
 def submit(env, preset, nodes, extra="", submit_env=None, script=None, python=sys.executable, mode="functional",
            gpus=None):
     exports = f"NONE,SMOKE_MODE={mode},SMOKE_PYTHON={python}{extra}"
-    width = [f"--gpus-per-task={gpus}"] if gpus else []
+    width = [f"--gpus-per-node={gpus}"] if gpus else []
     proc = subprocess.run(["sbatch", "--parsable", "--nodes", str(nodes), f"--export={exports}"] + width + [
                            str(script or f"presets/{preset}/train.sbatch")], cwd=ROOT, capture_output=True,
                           text=True, env={**env, **(submit_env or {})}, timeout=60)

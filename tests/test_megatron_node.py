@@ -1,7 +1,8 @@
 """scripts/megatron-node's argument list for pretrain_gpt.py: the one Megatron-LM's own parser accepted.
 
-tests/fixtures/megatron-parser/core_v0.13.0.json is a recording: Megatron-LM core_v0.13.0's parse_args
-and validate_args read megatron-node's list for each preset (bench/pretrain_gpt/parse_check.py).
+tests/fixtures/megatron-parser/<release>.json is a recording, for the Megatron the presets' image holds
+(software.megatron in every manifest): that Megatron's parse_args and validate_args read
+megatron-node's list for each preset (bench/pretrain_gpt/record_parser.py).
 Here a stand-in for torchrun (a test double: the real one needs GPUs) writes the list megatron-node
 builds today; a flag added, renamed or dropped fails until the list is confirmed again.
 """
@@ -10,11 +11,16 @@ import os
 import subprocess
 
 import pytest
+import yaml
 
 from conftest import FIXTURES, ROOT
 
-RECORDED = json.loads((FIXTURES / "megatron-parser" / "core_v0.13.0.json").read_text())
-FLAGS = {line.strip() for line in (ROOT / "validator" / "data" / "megatron-flags" / "core_v0.13.0.txt").read_text().splitlines()
+RELEASES = {yaml.safe_load((p / "preset.yaml").read_text())["software"]["megatron"]
+            for p in (ROOT / "presets").iterdir() if (p / "preset.yaml").is_file()}
+assert len(RELEASES) == 1, f"one recording per Megatron release: {RELEASES}"
+(RELEASE,) = RELEASES
+RECORDED = json.loads((FIXTURES / "megatron-parser" / f"{RELEASE}.json").read_text())
+FLAGS = {line.strip() for line in (ROOT / "validator" / "data" / "megatron-flags" / f"{RELEASE}.txt").read_text().splitlines()
          if line.startswith("--")}
 
 
@@ -41,7 +47,7 @@ def test_argument_list_is_the_one_megatron_parser_accepted(tmp_path, run):
     assert run["accepted"] is True
     code, err, args = megatron_node(tmp_path, run["preset"], MEGATRON_TRANSFORMER_IMPL=run["MEGATRON_TRANSFORMER_IMPL"])
     assert code == 0, err
-    assert args == run["args"], "megatron-node's list changed: confirm it with bench/pretrain_gpt/parse_check.py"
+    assert args == run["args"], "megatron-node's list changed: confirm it with bench/pretrain_gpt/record_parser.py"
     assert {a for a in args if a.startswith("--")} <= FLAGS
 
 
@@ -54,7 +60,7 @@ def test_local_implementation_asks_for_no_fused_kernel(tmp_path):
             "--no-masked-softmax-fusion", "--no-bias-swiglu-fusion"} <= set(args)
     code, err, args = megatron_node(tmp_path, "gh200")
     assert args[args.index("--transformer-impl") + 1] == "transformer_engine"
-    assert args[args.index("--attention-backend") + 1] == "flash" and "--no-rope-fusion" not in args
+    assert args[args.index("--attention-backend") + 1] == "fused" and "--no-rope-fusion" not in args
 
 
 def test_unknown_transformer_implementation_stops_with_the_choices(tmp_path):

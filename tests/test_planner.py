@@ -104,7 +104,7 @@ def test_sixteen_way_tp_with_32_heads_8_groups_fails(tmp_path):
     preset = edited_preset(tmp_path, "h100-ib-8port", {"preset.yaml": [("  tensor: 1\n", "  tensor: 16\n")]})
     proc = run_validator("--select", "plan-invalid", str(preset))
     assert proc.returncode == 1
-    assert "8 query groups are not a multiple of tensor parallel 16 (Megatron core_v0.13.0" in proc.stdout
+    assert "8 query groups are not a multiple of tensor parallel 16 (Megatron 0.12.0rc0-5863c5b" in proc.stdout
 
 
 def test_model_too_large_for_96_gb_fails(tmp_path):

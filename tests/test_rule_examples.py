@@ -72,6 +72,14 @@ def test_every_rule_is_documented():
     assert len({r.id for r in RULES}) == len(RULES)
 
 
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_every_rule_states_its_premise_and_releases(rule):
+    """Issue 28: each rule module says what it assumes about Slurm (or bash, YAML, pyxis) and for which
+    releases that holds, with the source it was checked against."""
+    doc = rule.module.__doc__ or ""
+    assert "Premise" in doc and "Holds for:" in doc, f"validator/rules/{rule.module.__name__.rsplit('.', 1)[-1]}.py"
+
+
 @pytest.mark.parametrize("rule", [r for r in RULES if r.profile == "default" and r.scope == "script"],
                          ids=lambda r: r.id)
 def test_default_profile_bad_examples_fire(rule, tmp_path, monkeypatch):

@@ -206,7 +206,7 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         by_path = {t.script.display: t.script for t in targets if t.script is not None}
         for collect in pending:
             findings.extend(f for f in collect()
-                            if (f.path not in default_paths or (keep_in_default_profile(f)
+                            if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path))
                                                                 and not _template(by_path.get(f.path)))
                                 or not silenceable(f))
                             and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path))))

@@ -97,7 +97,7 @@ def manifest_release(manifest) -> str | None:
     if wanted is None:
         return None
     def key(v):
-        return tuple(int(x) for x in v.split(".") if x.isdigit())
+        return tuple(int(x) for x in v.split(".") if x.isascii() and x.isdigit())  # ASCII only: int("²") raises
     try:
         below = [r for r in sbatch.releases() if key(r) <= key(wanted)]
     except ValueError:

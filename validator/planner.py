@@ -59,7 +59,7 @@ class Plan:
     error: str = ""
 
 
-_RELEASE = re.compile(r"(core_[rv])?0\.(\d+)(\.|rc|$)")
+_RELEASE = re.compile(r"(core_[rv])?0\.([0-9]+)(\.|rc|$)")
 
 
 def groups_ok(minor: int, tp: int, groups: int) -> bool:

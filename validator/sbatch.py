@@ -1,7 +1,8 @@
 """Reading `#SBATCH` directives the way sbatch itself does (src/sbatch/opt.c).
 
-- A directive line starts with exactly `#SBATCH` at column 1; anything else that merely looks like
-  one (`# SBATCH`, `#sbatch`, an indented `#SBATCH`) is an ordinary comment to Slurm.
+- A directive line starts with exactly `#SBATCH` at column 1 (what follows needs no blank:
+  `#SBATCH--nodes=2` is one); anything else that merely looks like one (`# SBATCH`, `#sbatch`, an
+  indented `#SBATCH`) is an ordinary comment to Slurm.
 - Slurm reads directives until the first line that is neither blank nor a comment; later
   `#SBATCH` lines are silently ignored.
 - Within a directive, arguments are split on whitespace; single and double quotes group, a
@@ -49,6 +50,17 @@ def releases() -> list[str]:
     return option_table()["releases"]
 
 
+def release_key(release: str) -> tuple[int, ...]:
+    """'23.02' -> (23, 2); ASCII digits only (str.isdigit() also accepts '²', which int() refuses)."""
+    return tuple(int(part) if part.isascii() and part.isdigit() else -1 for part in release.split("."))
+
+
+def before(release: str | None, first: str) -> bool:
+    """Whether the targeted release is older than `first`, the release a behaviour appeared in
+    (rules whose premise holds only before it: see each rule's docstring for the source)."""
+    return release is not None and release_key(release) < release_key(first)
+
+
 @dataclass
 class Token:
     text: str  # after quote and escape removal
@@ -94,6 +106,8 @@ class SbatchScript:
     first_command_line: int | None = None
     crlf_lines: list[int] = field(default_factory=list)
     template_lines: list[int] = field(default_factory=list)  # directives with {{ }} / {% %} placeholders
+    # directives with any placeholder: {{ }}, <ACCOUNT>, <partition name>, YOUR_PROJECT (template_lines among them)
+    placeholder_lines: list[int] = field(default_factory=list)
 
     def get(self, name: str) -> list[Option]:
         return [o for o in self.options if o.name == name]
@@ -152,6 +166,9 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
 
 
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}")
+# A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
+# `YOUR_ACCOUNT`, `your_own_partition`. No sbatch value holds '<' or '>'.
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
@@ -166,10 +183,9 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     for number, raw in enumerate(raw_lines, start=1):
         line = raw
         if line.startswith(MAGIC):
+            # sbatch compares the first 7 characters only: `#SBATCH--nodes=2` is a directive too
+            # (src/sbatch/opt.c, _opt_batch_script: xstrncmp(line, "#SBATCH", 7), slurm-22-05-0-1 to slurm-26-05-1-1)
             rest = line[len(MAGIC):]
-            if rest and rest[0] not in " \t\r":
-                script.lookalikes.append(LookAlike(number, 1, line, f"'{line.split()[0]}' is not '#SBATCH'"))
-                continue
             tokens, cut, open_quote = split_arguments(rest, len(MAGIC))
             directive = Directive(number, line, tokens, cut, open_quote)
             if stopped:
@@ -187,13 +203,22 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             stopped = True
             script.first_command_line = number
     script.options = resolve_options(script.directives, spank, release, site_options)
-    # A template ({{ nodes }}): its directives are not sbatch's yet; sbatch-bad-value says so once.
+    # A template ({{ nodes }}, -A <ACCOUNT>): its directives are not sbatch's yet, and a placeholder with
+    # a blank reads as two arguments; sbatch-bad-value says once that the file is a template.
     script.template_lines = [d.line for d in script.directives if _TEMPLATE.search(d.text)]
-    if script.template_lines:
+    script.placeholder_lines = [d.line for d in script.directives if placeholder(d) is not None]
+    if script.placeholder_lines:
         for option in script.options:
-            if option.line in script.template_lines:
+            if option.line in script.placeholder_lines:
                 option.problem = None
     return script
+
+
+def placeholder(directive: Directive):
+    """The first placeholder in a directive's arguments (not in the comment after an unescaped '#'),
+    as a match on directive.text, or None."""
+    end = directive.cut_at - 1 if directive.cut_at else len(directive.text)
+    return PLACEHOLDER.search(directive.text, len(MAGIC), end)
 
 
 def _lookalike_reason(line: str) -> str:

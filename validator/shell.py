@@ -148,13 +148,29 @@ class _Columns:
     def __init__(self, data: bytes):
         self.data = data
         self.ascii = data.isascii()
+        self._rows: dict[int, list[int]] = {}  # row -> character column of each byte offset
 
     def __call__(self, node) -> tuple[int, int]:
         row, byte_col = node.start_point
         if self.ascii or byte_col == 0:
             return row + 1, byte_col + 1
-        start = node.start_byte - byte_col
-        return row + 1, len(self.data[start:node.start_byte].decode("utf-8", "replace")) + 1
+        table = self._rows.get(row)
+        if table is None:  # one table per line: decoding the line's prefix per word was quadratic
+            start = node.start_byte - byte_col
+            end = self.data.find(b"\n", start)
+            table = self._rows[row] = _char_columns(self.data[start:end if end >= 0 else len(self.data)])
+        return row + 1, table[min(byte_col, len(table) - 1)] + 1
+
+
+def _char_columns(line: bytes) -> list[int]:
+    """For each byte offset of a line (and its end), the number of characters before it: the bytes
+    that start a UTF-8 sequence (every byte but the continuation bytes 0x80-0xBF)."""
+    out, chars = [], 0
+    for byte in line:
+        out.append(chars)
+        chars += not 0x80 <= byte <= 0xBF
+    out.append(chars)
+    return out
 
 
 _pos = _Columns(b"")  # replaced per parse; positions of literal payloads are reported at their start
@@ -313,8 +329,9 @@ def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
         return
     raw = value_node.text.decode("utf-8", "replace") if value_node is not None else ""
     value = literal(value_node) if value_node is not None else ""
-    if value is None and value_node is not None and value_node.type == "expansion":
-        match = _DEFAULT.match(raw)
+    # NAME=${NAME:-default} and NAME="${NAME:-default}" (the quotes change nothing in an assignment)
+    if value is None and value_node is not None and value_node.type in ("expansion", "string"):
+        match = _DEFAULT.match(raw[1:-1] if value_node.type == "string" else raw)
         if match and match.group(1) == name_node.text.decode("utf-8", "replace"):
             value = match.group(2).strip("\"'")
     line, col = _pos(node)

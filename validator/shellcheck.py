@@ -34,6 +34,7 @@ SBATCH_FALSE = {
     "SC2034": "a variable set for a sourced file, a child or a reader of the script",
     "SC2154": "a variable the site, Slurm or the submitting user sets in the environment",
     "SC2242": "`exit -1` exits 255: still a failure status",
+    "SC2188": "`<<'EOF' ... EOF` with no command: a heredoc used as a block comment, read and discarded",
 }
 # Word-splitting hygiene (the warning-level relatives of SC2086): in batch scripts the values are
 # counts, host names, paths and option lists without blanks, and the splitting is usually intended.
@@ -70,9 +71,20 @@ def shellcheck_binary() -> str:
     return found
 
 
-def keep_in_default_profile(finding: Finding) -> bool:
+def keep_in_default_profile(finding: Finding, script=None) -> bool:
     """Whether a shellcheck finding is a defect or a real risk in somebody else's batch script."""
-    return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE
+    return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE \
+        and not (finding.rule == "SC2164" and _cd_failure_stops(finding, script))
+
+
+def _cd_failure_stops(finding: Finding, script) -> bool:
+    """SC2164 (`cd` without `|| exit`; shellcheck itself is silent under `set -e`) on $SLURM_SUBMIT_DIR:
+    the batch script already runs there (slurmstepd starts it in the job's work dir, the submit folder
+    unless --chdir; only when that is missing on the node does it start in /tmp and log "couldn't
+    chdir": src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-24-05-0-1). Any other folder
+    stays reported: after a failed cd the job runs on in a folder it did not mean."""
+    lines = script.parsed.lines if script is not None else []
+    return 0 < finding.line <= len(lines) and "SLURM_SUBMIT_DIR" in lines[finding.line - 1]
 
 
 def _command(binary: str, paths: list[str], optional: bool = True) -> list[str]:

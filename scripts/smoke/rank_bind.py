@@ -20,20 +20,41 @@ from __future__ import annotations
 
 import glob
 import os
+import re
+import stat
 import subprocess
 import sys
 
 SYSFS = os.environ.get("SMOKE_SYSFS_ROOT", "") or "/"
 
 
+# No node this runs on numbers a CPU above this; a cpulist such as `0-3000000000` (a doctored
+# SMOKE_SYSFS_ROOT, a corrupt file) would otherwise take minutes and gigabytes to expand.
+MAX_CPU = 65535
+SYSFS_MAX_BYTES = 4096  # one sysfs attribute is at most one page
+_BUS_ID = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]", re.ASCII)
+_CPU_RANGE = re.compile(r"([0-9]{1,10})(?:-([0-9]{1,10}))?", re.ASCII)
+
+
 def parse_cpulist(text: str) -> set[int]:
-    """Linux's cpulist format: `0-3,8,10-11`."""
-    cpus: set[int] = set()
+    """Linux's cpulist format: `0-3,8,10-11`; ValueError for anything else or a CPU above MAX_CPU.
+    Ranges are merged before they are expanded, so the work is bounded by MAX_CPU, not the text."""
+    ranges = []
     for part in text.strip().split(","):
         if not part:
             continue
-        low, _, high = part.partition("-")
-        cpus.update(range(int(low), int(high or low) + 1))
+        match = _CPU_RANGE.fullmatch(part)
+        if not match:
+            raise ValueError(f"cpulist {text[:80]!r}: {part[:40]!r} is not a CPU number or range")
+        low, high = int(match.group(1)), int(match.group(2) or match.group(1))
+        if low > high or high > MAX_CPU:
+            raise ValueError(f"cpulist {text[:80]!r}: range {part[:40]!r} is reversed or above CPU {MAX_CPU}")
+        ranges.append((low, high))
+    cpus: set[int] = set()
+    end = -1
+    for low, high in sorted(ranges):
+        cpus.update(range(max(low, end + 1), high + 1))
+        end = max(end, high)
     return cpus
 
 
@@ -48,13 +69,27 @@ def format_cpulist(cpus: set[int]) -> str:
 
 
 def sysfs(path: str) -> str:
-    with open(os.path.join(SYSFS, path.lstrip("/")), encoding="ascii") as handle:
-        return handle.read().strip()
+    """A sysfs attribute under SYSFS: a regular file (a FIFO is refused, never waited on), one page
+    at most, ASCII; ValueError or OSError otherwise."""
+    full = os.path.join(SYSFS, path.lstrip("/"))
+    fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{full}: not a regular file")
+        data = os.read(fd, SYSFS_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > SYSFS_MAX_BYTES:
+        raise ValueError(f"{full}: over {SYSFS_MAX_BYTES} bytes")
+    try:
+        return data.decode("ascii").strip()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{full}: byte 0x{data[exc.start]:02x} at offset {exc.start} is not ASCII") from None
 
 
 def numa_nodes_with_cpus() -> int:
     nodes = glob.glob(os.path.join(SYSFS, "sys/devices/system/node/node[0-9]*/cpulist"))
-    return sum(1 for path in nodes if open(path, encoding="ascii").read().strip())
+    return sum(1 for path in nodes if sysfs(os.path.relpath(path, SYSFS)))
 
 
 def gpu_bus_id(local_rank: int) -> str:
@@ -64,21 +99,27 @@ def gpu_bus_id(local_rank: int) -> str:
     out = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader", "-i", selector.strip()],
                          capture_output=True, text=True, timeout=30, check=True).stdout.strip().splitlines()[0]
     domain, _, rest = out.strip().lower().partition(":")
-    return f"{domain[-4:]}:{rest}"  # nvidia-smi prints an 8-digit domain, sysfs a 4-digit one
+    bus = f"{domain[-4:]}:{rest}"  # nvidia-smi prints an 8-digit domain, sysfs a 4-digit one
+    if not _BUS_ID.fullmatch(bus):  # it becomes a path under sysfs
+        raise ValueError(f"nvidia-smi printed {out[:60]!r}, not a PCI bus id")
+    return bus
 
 
 def plan(local_rank: int, allowed: set[int]) -> tuple[set[int] | None, str]:
     """The CPUs to bind this rank to (None: leave it), and a line saying what and why."""
     if os.environ.get("SMOKE_NUMA_BIND", "auto") == "never":
         return None, "SMOKE_NUMA_BIND=never: not binding"
-    if numa_nodes_with_cpus() < 2:
-        return None, "one NUMA node with CPUs: nothing to bind"
+    try:
+        if numa_nodes_with_cpus() < 2:
+            return None, "one NUMA node with CPUs: nothing to bind"
+    except (OSError, ValueError) as exc:
+        return None, f"NUMA nodes unreadable ({exc}): not binding"
     try:
         bus = gpu_bus_id(local_rank)
         numa = int(sysfs(f"/sys/bus/pci/devices/{bus}/numa_node"))
         local = parse_cpulist(sysfs(f"/sys/bus/pci/devices/{bus}/local_cpulist"))
     except (OSError, ValueError, IndexError, subprocess.SubprocessError) as exc:
-        return None, f"GPU of local rank {local_rank} not found ({exc}): not binding"
+        return None, f"GPU of local rank {local_rank} not found or its sysfs unusable ({exc}): not binding"
     if numa < 0:
         return None, f"GPU {bus}: NUMA node unknown: not binding"
     cpus = local & allowed
@@ -92,8 +133,12 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m smoke.rank_bind PROGRAM.py|-m MODULE [ARGS...]", file=sys.stderr)
         return 2
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    cpus, line = plan(local_rank, os.sched_getaffinity(0))
+    raw_rank = os.environ.get("LOCAL_RANK", "0")
+    if re.fullmatch(r"[0-9]{1,5}", raw_rank, re.ASCII):
+        local_rank = int(raw_rank)
+        cpus, line = plan(local_rank, os.sched_getaffinity(0))
+    else:  # torchrun sets it; anything else is said, and the rank still runs
+        local_rank, cpus, line = 0, None, f"LOCAL_RANK {raw_rank[:40]!r} is not a number: not binding"
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
     if local_rank == 0 or cpus is not None:

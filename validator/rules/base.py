@@ -86,6 +86,25 @@ def as_int(text: str | None, digits: int = 18) -> int | None:
     return int(text) if is_decimal(text) and len(text) <= digits else None
 
 
+def requested_gpus_per_node(parsed) -> int | None:
+    """The GPU count each node gets from the directives: --gpus-per-node=[type:]N,
+    --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node, or --gpus=N on one node."""
+    def count(text):
+        return as_int((text or "").rsplit(":", 1)[-1])
+    for option in parsed.get("gpus-per-node"):
+        return count(option.value)
+    for option in parsed.get("gres"):
+        for item in (option.value or "").split(","):
+            if item.split(":", 1)[0] in ("gpu", "gres/gpu"):
+                return count(item) if ":" in item else 1
+    per_task, tasks = count(parsed.value("gpus-per-task")), as_int(parsed.value("ntasks-per-node"))
+    if per_task is not None and tasks is not None:
+        return per_task * tasks
+    if parsed.value("nodes") == "1" and parsed.value("gpus"):
+        return count(parsed.value("gpus"))
+    return None
+
+
 def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 
@@ -243,7 +262,8 @@ def _array_or_string_words(shell, name: str) -> list[str]:
 
     words = []
     for a in shell.assignments:
-        if a.name == name:
+        # a command's output (`head=$(... | head -n 1)`) holds no options written in the script
+        if a.name == name and "$(" not in a.raw and "`" not in a.raw:
             words += (a.value if a.value is not None else a.raw).replace("\\\n", " ").split()
     stack = [shell.root] if shell.root is not None else []
     while stack:  # NAME=(...) and NAME+=(...)

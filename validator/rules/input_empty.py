@@ -1,4 +1,8 @@
-"""An empty (or whitespace-only) file is not a preset file."""
+"""An empty (or whitespace-only) file is not a preset file.
+
+Premise: an empty file is no preset file (nothing to run or describe). Holds for: every Slurm
+release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "input-empty"

@@ -1,4 +1,8 @@
-"""Files must be UTF-8 text."""
+"""Files must be UTF-8 text.
+
+Premise: the validator, YAML 1.2 and shellcheck read UTF-8; other bytes are guessed at. Holds for:
+every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "input-encoding"

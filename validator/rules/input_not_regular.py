@@ -1,4 +1,8 @@
-"""A path that is not a regular file (a folder, a FIFO, a device) is refused."""
+"""A path that is not a regular file (a folder, a FIFO, a device) is refused.
+
+Premise: a folder, FIFO or device is no script; reading a FIFO could block. Holds for: every Slurm
+release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "input-not-regular"

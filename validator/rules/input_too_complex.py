@@ -1,4 +1,8 @@
-"""A file whose checking hit a bound (shellcheck's time or memory, YAML nesting) was not fully checked."""
+"""A file whose checking hit a bound (shellcheck's time or memory, YAML nesting) was not fully checked.
+
+Premise: a check cut off at a bound checked nothing; saying so beats a silent pass. Holds for: every
+Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "input-too-complex"

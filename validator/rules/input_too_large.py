@@ -1,4 +1,8 @@
-"""A file over the size bound (256 KiB) is refused unread."""
+"""A file over the size bound (256 KiB) is refused unread.
+
+Premise: a preset file is a few KiB; 256 KiB and more is a mistake or an attack on the checker.
+Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "input-too-large"

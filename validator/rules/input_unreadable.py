@@ -1,4 +1,8 @@
-"""A file the validator must read is missing or unreadable."""
+"""A file the validator must read is missing or unreadable.
+
+Premise: a file that cannot be read cannot be checked; a silent pass would hide it. Holds for: every
+Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "input-unreadable"

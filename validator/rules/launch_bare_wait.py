@@ -1,4 +1,8 @@
-"""Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit."""
+"""Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit.
+
+Premise: bash's `wait` without arguments returns 0 once every child has ended, whatever their status
+(bash(1), wait builtin). Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 ID = "launch-bare-wait"
 SEVERITY = "warning"
 SCOPE = "script"
@@ -19,9 +23,9 @@ def _backgrounded(command) -> bool:
         node = node.parent
     if node is None or node.parent is None:
         return False
-    siblings = node.parent.children
-    index = siblings.index(node) if node in siblings else -1
-    return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
+    # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
+    following = node.next_sibling
+    return following is not None and following.type == "&"
 
 
 def _functions_running_srun(shell) -> set:

@@ -1,4 +1,8 @@
-"""Quotes inside a default of a double-quoted expansion ("${1:-'x'}") are kept: the value is 'x' with its quotes."""
+"""Quotes inside a default of a double-quoted expansion ("${1:-'x'}") are kept: the value is 'x' with its quotes.
+
+Premise: inside a double-quoted ${X:-'d'} bash keeps the single quotes in the value (bash(1),
+Parameter Expansion). Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 import re
 
 ID = "launch-default-quotes"

@@ -1,4 +1,11 @@
-"""--export=NONE,VAR=x is a variable list in which NONE is a variable name, not "NONE plus VAR"."""
+"""--export=NONE,VAR=x is a variable list in which NONE is a variable name, not "NONE plus VAR".
+
+Premise: sbatch compares the whole --export value with ALL, NIL and NONE; anything else is a list of
+variables filtered from the submit environment (env_merge_filter), NONE then being one more name,
+and sets SLURM_GET_USER_ENV=1 for it as for NONE (src/sbatch/sbatch.c at slurm-22-05-0-1 and
+slurm-26-05-1-1). Holds for: 22.05-26.05. A policy of our presets' form, not a defect elsewhere:
+strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch
 
 ID = "launch-export-form"

@@ -1,4 +1,10 @@
-"""--export=NONE is inherited by every srun step, which then starts without PATH; set SLURM_EXPORT_ENV=ALL or pass srun --export."""
+"""--export=NONE is inherited by every srun step, which then starts without PATH; set SLURM_EXPORT_ENV=ALL or pass srun --export.
+
+Premise: sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job (src/sbatch/opt.c at
+slurm-22-05-0-1 and slurm-26-05-1-1) and srun reads SLURM_EXPORT_ENV as its --export (env_vars in
+src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): every step starts
+without PATH. Holds for: 22.05-26.05.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch
 
 ID = "launch-export-none"

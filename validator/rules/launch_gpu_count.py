@@ -1,5 +1,12 @@
-"""torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal."""
-from validator.rules.base import GOOD_BATCH, bad_batch, is_decimal, launcher_commands
+"""torchrun's --nproc-per-node must come from SLURM_GPUS_ON_NODE (read in the step), not SLURM_GPUS_PER_NODE (unset with --gpus-per-task), SLURM_NTASKS_PER_NODE (1 here) or a literal.
+
+Premise: SLURM_GPUS_PER_NODE is set only from --gpus-per-node (src/common/env.c at slurm-22-05-0-1
+and slurm-26-05-1-1), SLURM_GPUS_ON_NODE by the GPU plugin for each step's node
+(src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1); a literal that
+differs from the job's own per-node GPU request starts too many or too few processes. Holds for:
+22.05-26.05.
+"""
+from validator.rules.base import GOOD_BATCH, as_int, bad_batch, launcher_commands, requested_gpus_per_node
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -13,17 +20,6 @@ WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task
          "SLURM_GPUS": "counts the whole job's GPUs, not one node's"}
 
 
-def requested_gpus_per_node(parsed) -> str | None:
-    """The GPU count each node gets from the directives (--gpus-per-node=[type:]N, --gres=gpu[:type]:N)."""
-    for option in parsed.get("gpus-per-node"):
-        return (option.value or "").rsplit(":", 1)[-1]
-    for option in parsed.get("gres"):
-        for item in (option.value or "").split(","):
-            if item.startswith("gpu"):
-                return item.rsplit(":", 1)[-1] if ":" in item else "1"
-    return None
-
-
 def check(target):
     requested = requested_gpus_per_node(target.script.parsed)
     for command in launcher_commands(target.script.shell):
@@ -34,6 +30,7 @@ def check(target):
             if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
         # a literal equal to the job's own per-node GPU request says the same thing twice
-        if is_decimal(word.value) and word.value != requested:
+        literal = as_int(word.value)
+        if literal is not None and literal != requested:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

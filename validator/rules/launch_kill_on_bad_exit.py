@@ -1,10 +1,28 @@
-"""srun without --kill-on-bad-exit leaves the other tasks running (until the time limit) when one dies."""
-from validator.rules.base import GOOD_BATCH, bad_batch, srun_option
+"""srun without --kill-on-bad-exit leaves the other tasks running (until the time limit) when one dies.
+
+Premise: when a task of a step exits non-zero, srun lets the others run on unless --kill-on-bad-exit
+(-K) is set or slurm.conf says KillOnBadExit=1 (_kill_on_bad_exit(): the option, else the cluster's
+setting; src/plugins/launch/slurm/launch_slurm.c at slurm-22-05-0-1, src/srun/launch.c at
+slurm-26-05-1-1). srun reads the option from SLURM_KILL_BAD_EXIT too (env_vars in
+src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1; srun.1), not from
+SLURM_KILL_ON_BAD_EXIT, which does nothing and is reported. Tasks of a distributed program then
+block in their next collective until the time limit.
+Holds for: every release the validator knows (22.05-26.05). It is a defect only where tasks wait for
+each other: a step of one task (-n1, --ntasks=1, -N1 in a job of one task per node, a job of one
+task) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
+image pull: each task ends on its own) have nothing left hanging, in both profiles.
+"""
+import re
+
+from validator.rules.base import GOOD_BATCH, bad_batch, payload_text, srun_option
+from validator.shell import parse_shell
+from validator.sbatch import option_table, SPANK_OPTIONS
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = 'srun without --kill-on-bad-exit leaves the other tasks running (until the time limit) when one dies.'
+DESCRIPTION = ('srun without --kill-on-bad-exit for a step whose tasks work together: when one dies the others '
+               'wait in their next collective until the time limit.')
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1 ", "time srun ")
 
@@ -16,42 +34,107 @@ _COUPLED = ("python", "torchrun", "accelerate", "deepspeed", "composer", "mpirun
 
 
 def _one_task(shell, parsed, command, strict) -> bool:
-    """A step of one task (-n1, --ntasks=1, or a job that asks for no more than one node and task):
-    there are no other tasks to leave running. Presets take the node count at submission, so the
-    strict profile does not read a missing --nodes as one node."""
+    """A step of one task (-n1, --ntasks=1, -N1 where the job asks for one task per node, or a job
+    that asks for no more than one node and task): there are no other tasks to leave running.
+    Presets take the node count at submission, so the strict profile does not read a missing
+    --nodes as one node."""
     count = srun_option(shell, command, "--ntasks", "-n")
     if count is not None:
         return count.value == "1"
-    if srun_option(shell, command, "--ntasks-per-node", "--nodes", "-N") is not None:
-        return False
     asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
+    per_node = srun_option(shell, command, "--ntasks-per-node")
+    nodes = srun_option(shell, command, "--nodes", "-N")
+    if per_node is not None or nodes is not None:
+        # srun -N1: as many tasks as the job's --ntasks-per-node (SLURM_NTASKS_PER_NODE), else one
+        tasks_per_node = per_node.value if per_node is not None else asked.get("ntasks-per-node", "1")
+        return nodes is not None and nodes.value == "1" and tasks_per_node == "1" \
+            and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task
         return not strict
     return asked.get("nodes") == "1" and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
 
 
-def _independent_checks(command) -> bool:
-    """`srun bash -c '<per-node checks>'`: a literal payload that starts nothing whose tasks work
-    together (no python, torchrun, MPI); each node's task finishes on its own."""
-    for i, arg in enumerate(command.args):
-        if (arg.value or "").rsplit("/", 1)[-1] in ("bash", "sh") and i + 1 < len(command.args):
-            if command.args[i + 1].value != "-c" or i + 2 >= len(command.args):
-                return False
-            payload = command.args[i + 2]
-            return payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED) \
-                and not command.has_flag("--mpi")
-    return False
+# Programs whose tasks never talk to each other: each node's task does its own work and ends.
+_PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown", "cat", "ls", "find", "du", "df",
+             "free", "hostname", "uname", "date", "echo", "printf", "true", "false", "sleep", "env", "printenv",
+             "nvidia-smi", "rocm-smi", "lscpu", "lspci", "lsblk", "numastat", "ibstat", "ibv_devinfo", "ibdev2netdev",
+             "ip", "ifconfig", "sync", "tar", "rsync", "wget", "curl", "enroot", "docker", "podman", "apptainer",
+             "singularity", "dcgmi", "pkill", "killall", "kill", "tee", "head", "tail", "grep", "wc", "nproc", "id",
+             "whoami", "pwd", "mount", "umount", "ulimit", "test", "[", "cd", "source", ".", "module", "ml",
+             "set", "exit", "sudo", "md5sum", "sha256sum", "nvcc", "which", "command", "type", "ps", "uptime"}
+# srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
+_SHORT_WITH_VALUE = set("AbBcCdDeGiJLmMnNopqrStTwWx")
+_SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "accel-bind", "epilog", "prolog",
+                         "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog"}
+
+
+_OPTIONS_VARIABLE = re.compile(r'"?\$\{?\w+(\[[@*]\])?\}?"?')
+
+
+def _program(command):
+    """The word srun runs (after its options), or None when it is not literal."""
+    table = option_table()["options"]
+    args, i = command.args, 0
+    while i < len(args):
+        text = args[i].value
+        if text is None and _OPTIONS_VARIABLE.fullmatch(args[i].raw):  # srun "${SRUN_ARGS[@]}" ...: options
+            i += 1
+            continue
+        if text is None:
+            return None
+        if text == "--":
+            i += 1
+            break
+        if text.startswith("--"):
+            name = text[2:]
+            takes = table.get(name, {}).get("arg") == "required" or name in _SRUN_LONG_WITH_VALUE \
+                or any(SPANK_OPTIONS[plugin].get(name) == "required" for plugin in SPANK_OPTIONS)
+            i += 2 if "=" not in name and takes else 1
+            continue
+        if text.startswith("-") and len(text) > 1:
+            i += 2 if len(text) == 2 and text[1] in _SHORT_WITH_VALUE else 1
+            continue
+        break
+    return args[i] if i < len(args) else None
+
+
+def _independent(shell, command) -> bool:
+    """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
+    `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
+    programs; a single-quoted payload that starts nothing whose tasks work together is one too."""
+    program = _program(command)
+    name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
+    if name in _PER_NODE:
+        return True
+    if name not in ("bash", "sh") or command.has_flag("--mpi"):
+        return False
+    rest = command.args[command.args.index(program) + 1:]
+    if len(rest) < 2 or rest[0].value != "-c":
+        return False
+    payload = rest[1]
+    if payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED):
+        return True
+    found = payload_text(shell, payload)
+    if found is None:
+        return False
+    inner = parse_shell(found[0])
+    return bool(inner.commands) and not inner.has_errors \
+        and all(c.name.rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
 
 
 def check(target):
     shell = target.script.shell
-    # SLURM_KILL_ON_BAD_EXIT=1 in the environment is srun's --kill-on-bad-exit=1 for every step
-    if any(a.name == "SLURM_KILL_ON_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
+    for a in shell.assignments:  # a name srun never reads: the steps are not killed
+        if a.name == "SLURM_KILL_ON_BAD_EXIT" and a.exported:
+            yield (target.script.display, a.line, a.col, "srun reads SLURM_KILL_BAD_EXIT, not SLURM_KILL_ON_BAD_EXIT: "
+                   "this setting does nothing")
+    # SLURM_KILL_BAD_EXIT=1 in the environment is srun's --kill-on-bad-exit=1 for every step
+    if any(a.name == "SLURM_KILL_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
         return
     for command in shell.named("srun"):
         kill = srun_option(shell, command, "--kill-on-bad-exit", "-K")
         if (kill is None or kill.value == "0") and not _one_task(shell, target.script.parsed, command, target.strict) \
-                and not _independent_checks(command):
+                and not _independent(shell, command):
             yield (target.script.display, command.line, command.col,
                    "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")

@@ -1,12 +1,32 @@
-"""A fixed rendezvous port (29500) collides when jobs share a node; derive it from the job id, within 1024-32767."""
+"""A fixed rendezvous port (29500) collides when jobs share a node; derive it from the job id, within 1024-32767.
+
+Premise: two jobs on one node that bind the same TCP port: the second rendezvous fails with
+"address already in use". Slurm places several jobs on a node unless the job takes the whole node:
+--exclusive (JOB_SHARED_NONE, arg_set_exclusive in src/common/slurm_opt.c at slurm-22-05-0-1 and
+slurm-26-05-1-1; sbatch.1 at slurm-25-11-7-1: "can not share nodes with other running jobs"), or
+every GPU and CPU of it. The GPU count of a node is the preset manifest's topology.gpu.per_node,
+else 8 (HGX and DGX boards); its CPU count is not in the script, so "every CPU" is 96 or more (the
+vCPUs of Azure ND96 and AWS p4d nodes), a heuristic: all GPUs with a few CPUs still leave room for
+another job. A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
+reported on any job.
+Holds for: every release (22.05-26.05).
+"""
 import re
-from validator.rules.base import GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands
+
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, manifest_of,
+                                  requested_gpus_per_node)
+
 ID = "launch-master-port"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = 'A fixed rendezvous port (29500) collides when jobs share a node; derive it from the job id, within 1024-32767.'
+DESCRIPTION = ('A fixed rendezvous port (29500) collides when jobs share a node (not with --exclusive or every GPU '
+               'and CPU of the node); derive it from the job id, within 1024-32767.')
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12000 ))", "export MASTER_PORT=29500")
+_NODE_GPUS = 8  # GPUs of a node when no manifest says: HGX/DGX boards
+# CPUs that leave no room for another job beside every GPU: the vCPUs of the common 8-GPU cloud nodes
+# (Azure ND96, AWS p4d: 96). A heuristic: the node's real CPU count is not in the script.
+_NODE_CPUS = 96
 
 
 _PORT = re.compile(r":([0-9]+)$")
@@ -15,9 +35,30 @@ _PORT = re.compile(r":([0-9]+)$")
 _TEXT = re.compile(r"(?:--(?:master|main)[_-](?:process[_-])?port[= ]+|rdzv[_-]endpoint[= ]+[^\s:]*:)([0-9]+)\b")
 
 
-def _whole_nodes(script) -> bool:
-    """--exclusive (no value): no other job shares the node, a fixed port cannot collide."""
-    return any(not option.value for option in script.parsed.get("exclusive"))
+def _cpus_per_node(parsed) -> int:
+    """CPUs a node gives the job from the directives: --cpus-per-task times --ntasks-per-node (1 when
+    unsaid), --cpus-per-gpu times the GPUs, or --mincpus; 0 when nothing asks."""
+    per_task, tasks = as_int(parsed.value("cpus-per-task")), as_int(parsed.value("ntasks-per-node")) or 1
+    per_gpu, gpus = as_int(parsed.value("cpus-per-gpu")), requested_gpus_per_node(parsed) or 0
+    return max((per_task or 0) * tasks, (per_gpu or 0) * gpus, as_int(parsed.value("mincpus")) or 0)
+
+
+def _whole_nodes(target) -> bool:
+    """--exclusive (no value, or =exclusive), or every GPU and CPU of the node: no other job shares
+    the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
+    segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
+    parsed = target.script.parsed
+    if any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive")):
+        return True
+    manifest = manifest_of(target)
+    topology = manifest.get("topology") if isinstance(manifest, dict) else None
+    gpu = topology.get("gpu") if isinstance(topology, dict) else None
+    node_gpus = gpu.get("per_node") if isinstance(gpu, dict) and isinstance(gpu.get("per_node"), int) else _NODE_GPUS
+    requested = requested_gpus_per_node(parsed)
+    return requested is not None and requested >= node_gpus and _cpus_per_node(parsed) >= _NODE_CPUS
+
+
+_FIXED = "fixed port"
 
 
 def _judge(value):
@@ -25,16 +66,17 @@ def _judge(value):
     if port is None or not 1024 <= port <= 32767:
         shown = value if port is not None else value[:12] + "..."
         return f"port {shown} is outside 1024-32767 (32768 and up is the ephemeral range)"
-    return f"fixed port {port} collides when two jobs share a node; derive it from SLURM_JOB_ID"
+    return f"{_FIXED} {port} collides when two jobs share a node; derive it from SLURM_JOB_ID"
 
 
 def check(target):
     script = target.script
-    if _whole_nodes(script):
-        return
-    found = list(_findings(script))
+    whole = _whole_nodes(target)
+    found = [f for f in _findings(script) if not whole or not f[3].startswith(_FIXED)]
     reported = {line for _, line, _, _ in found}
     yield from found
+    if whole:
+        return
     for number, line in enumerate(script.parsed.lines, start=1):
         if line.lstrip().startswith("#") or number in reported:
             continue
@@ -43,16 +85,29 @@ def check(target):
             break
 
 
+def _literal_port(value):
+    """A message for a literal port value, or None when it is no literal (an expansion, empty).
+    Only ASCII digits make a port: str.isdigit() also accepts '²', which int() refuses."""
+    if not value:
+        return None
+    if is_decimal(value):
+        return _judge(value)
+    return f"'{value[:12]}' is not a port number: only ASCII digits 0-9 make one (int() refuses '²')"
+
+
 def _findings(script):
     used = {e.name for e in script.shell.expansions}
     for a in script.shell.assignments:
-        if a.name == "MASTER_PORT" and is_decimal(a.value) and (a.exported or a.name in used):
-            yield (script.display, a.line, a.col, _judge(a.value))
+        # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
+        message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
+        if a.name == "MASTER_PORT" and message and (a.exported or a.name in used):
+            yield (script.display, a.line, a.col, message)
     for command in launcher_commands(script.shell):
         for option in ("--master-port", "--master_port"):
             word = command.option(option)
-            if word is not None and is_decimal(word.value):
-                yield (script.display, word.line, word.col, _judge(word.value))
+            message = _literal_port(word.value) if word is not None else None
+            if message:
+                yield (script.display, word.line, word.col, message)
         word = command.option("--rdzv-endpoint", "--rdzv_endpoint")
         if word is not None and word.value and _PORT.search(word.value):
             yield (script.display, word.line, word.col, _judge(_PORT.search(word.value).group(1)))

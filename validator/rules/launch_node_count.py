@@ -1,17 +1,30 @@
-"""The node count must come from the submission: no #SBATCH --nodes in a preset, no literal torchrun --nnodes, no --ntasks beside torchrun."""
+"""The node count must come from the submission: no #SBATCH --nodes in a preset, no literal torchrun --nnodes, no --ntasks beside torchrun.
+
+Premise: torchrun waits at the rendezvous until --nnodes nodes have joined, and srun starts one
+torchrun per task; a job of N nodes (sbatch --nodes, src/sbatch/opt.c; SLURM_NNODES in the job,
+src/common/env.c, at slurm-22-05-0-1 through slurm-26-05-1-1) with torchrun started once per node
+and no --nnodes makes N one-node jobs.
+Holds for: every release (22.05-26.05). Defects in any script: torchrun
+without --nnodes (or with --standalone) in a job of several nodes, a literal --nnodes that differs
+from the job's own --nodes, more tasks than nodes beside torchrun. The strict profile's policy (the
+node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no
+--ntasks) is ours; a script that is single-node by design (--nodes=1, torchrun --standalone) keeps
+its literal elsewhere.
+"""
 import re
 
 from validator.rules.base import GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, srun_option
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = ('The node count must come from the submission: no #SBATCH --nodes in a preset, no literal torchrun --nnodes, '
-               'no torchrun without --nnodes in a job of several nodes, no --ntasks beside torchrun.')
+DESCRIPTION = ('The node count must come from the submission: torchrun without --nnodes in a job of several nodes, a '
+               'literal --nnodes other than the job\'s --nodes, more tasks than nodes beside torchrun (strict profile: '
+               'no #SBATCH --nodes in a preset, no literal --nnodes, no --ntasks).')
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch('--nnodes="$SLURM_NNODES"', "--nnodes=2")
 
 
-_ONE_NODE_STEP = re.compile(r"(?:-N\s*1|--nodes[= ]1)(?![\d-])")
+_ONE_NODE_STEP = re.compile(r"(?:-N\s*1|--nodes[= ]1)(?![0-9-])")
 
 
 def _several_nodes(parsed) -> str | None:
@@ -29,17 +42,23 @@ def check(target):
                    "#SBATCH --nodes hard-codes the node count; give it at submission (sbatch --nodes N)")
     launchers = list(launcher_commands(script.shell))
     several = _several_nodes(script.parsed)
+    asked_nodes = script.parsed.value("nodes")
     for command in launchers:
         word = command.option("--nnodes")
         passed = word or srun_option(script.shell, command, "--nnodes", "--nnodes")  # also through an array
-        if passed is None and several and not _ONE_NODE_STEP.search(command.node.text.decode("utf-8", "replace")):
+        if (passed is None or command.has_flag("--standalone")) and several \
+                and not _ONE_NODE_STEP.search(command.node.text.decode("utf-8", "replace")):
             yield (script.display, command.line, command.col,
-                   f"torchrun without --nnodes in a job of {several} nodes: each node starts its own one-node job; "
+                   f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts its own one-node job; "
                    "pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
-        if word is not None and word.value is not None and is_decimal(word.value.replace(":", "")):
+        if word is not None and word.value is not None and is_decimal(word.value.replace(":", "")) \
+                and (target.strict or word.value.split(":")[-1] != (asked_nodes or "1").split("-")[-1]):
             yield (script.display, word.line, word.col,
                    f"--nnodes={word.value} is hard-coded; use $SLURM_NNODES")
     if launchers:
+        nodes = as_int((asked_nodes or "").split("-")[-1])
         for option in script.parsed.get("ntasks"):
-            yield (script.display, option.line, option.col,
-                   "--ntasks with torchrun fixes the task count; use --ntasks-per-node=1 and let torchrun fan out")
+            tasks = as_int(option.value)
+            if target.strict or (tasks is not None and tasks > (nodes or 1)):
+                yield (script.display, option.line, option.col,
+                       "--ntasks with torchrun fixes the task count; use --ntasks-per-node=1 and let torchrun fan out")

@@ -1,4 +1,9 @@
-"""Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the batch shell, where they describe node 0 only."""
+"""Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the batch shell, where they describe node 0 only.
+
+Premise: SLURM_NODEID, SLURM_PROCID and SLURM_LOCALID are set per task by slurmstepd (setup_env in
+src/common/env.c at slurm-22-05-0-1 and slurm-26-05-1-1), SLURM_GPUS_ON_NODE per node
+(gres_common.c); in the batch shell they are node 0's, task 0's. Holds for: 22.05-26.05.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-per-task-variable"
 SEVERITY = "error"

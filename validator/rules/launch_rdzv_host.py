@@ -1,4 +1,8 @@
-"""A hard-coded address as the rendezvous host: the job works only on the node that has it."""
+"""A hard-coded address as the rendezvous host: the job works only on the node that has it.
+
+Premise: a literal address or host name as the rendezvous host exists on one cluster only; the job's
+first node is $SLURM_JOB_NODELIST's. Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 import re
 
 from validator.rules.base import GOOD_BATCH, bad_batch
@@ -11,7 +15,7 @@ DESCRIPTION = ("A hard-coded IP address as the rendezvous host (MASTER_ADDR, --m
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch('export MASTER_ADDR=${hosts%%$\'\\n\'*}', "export MASTER_ADDR=10.0.0.12")
 
-_IP = r"(?:\d{1,3}\.){3}\d{1,3}"
+_IP = r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}"
 _TEXT = re.compile(r"(?:\bMASTER_ADDR=|--(?:master[_-]addr|main[_-]process[_-]ip)[= ]+|rdzv[_-]endpoint[= ]+)"
                    r"[\"']?(" + _IP + r")\b")
 _LOCAL = ("127.", "0.0.0.0")

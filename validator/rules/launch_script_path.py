@@ -1,4 +1,9 @@
-"""$0 / BASH_SOURCE in a batch script point at Slurm's spool copy, not the repository."""
+"""$0 / BASH_SOURCE in a batch script point at Slurm's spool copy, not the repository.
+
+Premise: slurmd runs a copy of the batch script from its spool folder, <spool>/job<id>/slurm_script
+(src/slurmd/slurmd/slurmd.c, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1): $0
+is that copy. Holds for: 22.05-26.05.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-script-path"
 SEVERITY = "error"

@@ -1,4 +1,10 @@
-"""A batch script must run with set -euo pipefail before its first srun, or failures (also in srun | tee) go unnoticed."""
+"""A batch script must run with set -euo pipefail before its first srun, or failures (also in srun | tee) go unnoticed.
+
+Premise: bash gives a pipeline the status of its last command unless pipefail, and a script the
+status of its last command unless -e (bash(1)). Holds for: every Slurm release (no Slurm behaviour
+involved). The default profile reports a lost srun status; set -euo pipefail before the first srun
+is A policy of our presets, not a defect elsewhere: strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -34,10 +40,10 @@ def _top_level(command) -> bool:
 
 
 def _backgrounded(node) -> bool:
-    statement = _statement(node)
-    siblings = statement.parent.children if statement.parent is not None else []
-    index = siblings.index(statement) if statement in siblings else -1
-    return 0 <= index + 1 < len(siblings) and siblings[index + 1].type == "&"
+    """The top-level statement ends with '&'. The next sibling, not an index into the parent's
+    children: tree-sitter builds that list anew on every access, which made this quadratic."""
+    following = _statement(node).next_sibling
+    return following is not None and following.type == "&"
 
 
 def _statement(node):

@@ -1,4 +1,8 @@
-"""A smoke test must be bounded: the batch script needs #SBATCH --time."""
+"""A smoke test must be bounded: the batch script needs #SBATCH --time.
+
+Premise: without --time a job gets the partition's default time limit, else its maximum (sbatch.1 at
+slurm-22-05-0-1 and slurm-26-05-1-1): a hung job holds its nodes that long. Holds for: 22.05-26.05.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-time-limit"
 SEVERITY = "error"

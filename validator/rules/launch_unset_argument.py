@@ -1,5 +1,10 @@
-"""$1 (a script argument) under set -u without a default: `sbatch job.sh` without arguments stops at once with 'unbound variable'."""
+"""$1 (a script argument) under set -u without a default: `sbatch job.sh` without arguments stops at once with 'unbound variable'.
+
+Premise: under set -u bash stops at $1 when the script got no argument (bash(1)). Holds for: every
+Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.launch_strict_mode import _flags
+from validator.rules.base import is_decimal
 
 ID = "launch-unset-argument"
 SEVERITY = "error"
@@ -22,7 +27,7 @@ def check(target):
     if nounset_at is None or any(e.name in _GUARDS for e in shell.expansions):
         return
     for expansion in shell.expansions:
-        if not expansion.name.isdigit() or expansion.name == "0" or expansion.node.start_byte < nounset_at:
+        if not is_decimal(expansion.name) or expansion.name == "0" or expansion.node.start_byte < nounset_at:
             continue
         text = expansion.node.text.decode("utf-8", "replace")
         if any(op in text for op in (":-", "-", ":=", "=", ":+", "+", ":?", "?")) and text.startswith("${"):

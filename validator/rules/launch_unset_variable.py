@@ -1,4 +1,9 @@
-"""A variable expanded but set nowhere: a SLURM_ name Slurm never sets (SLURM_NNODE), or a near-miss of a name the script sets ($NODES where NNODES is set)."""
+"""A variable expanded but set nowhere: a SLURM_ name Slurm never sets (SLURM_NNODE), or a near-miss of a name the script sets ($NODES where NNODES is set).
+
+Premise: Slurm sets only the variables its man pages list (validator/data/slurm_env.txt from
+sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05); any other SLURM_ name expands empty.
+Holds for: 22.05-26.05.
+"""
 import difflib
 import re
 from functools import lru_cache

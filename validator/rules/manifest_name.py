@@ -1,4 +1,9 @@
-"""A manifest's name is its folder's name, so findings and the matrix table agree."""
+"""A manifest's name is its folder's name, so findings and the matrix table agree.
+
+Premise: findings, the matrix table and the job name refer to a preset by its folder. Holds for:
+every Slurm release (no Slurm behaviour involved). Applies to presets only (needs a manifest): the
+presets' own consistency, strict by construction.
+"""
 ID = "manifest-name"
 SEVERITY = "error"
 SCOPE = "manifest"

@@ -1,4 +1,8 @@
-"""The manifest must match the JSON Schema (draft 2020-12) shipped in validator/schema/."""
+"""The manifest must match the JSON Schema (draft 2020-12) shipped in validator/schema/.
+
+Premise: every rule that reads the manifest needs the shape the schema states. Holds for: every
+Slurm release (no Slurm behaviour involved).
+"""
 from __future__ import annotations
 
 import difflib

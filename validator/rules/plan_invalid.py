@@ -1,4 +1,10 @@
-"""The preset's Megatron plan must be valid, and fit in memory, at every node count it supports."""
+"""The preset's Megatron plan must be valid, and fit in memory, at every node count it supports.
+
+Premise: Megatron refuses a parallel plan that does not divide the model or the GPUs, and a plan
+that does not fit runs out of memory (validator/planner.py, Megatron-LM core_v0.13.0). Holds for:
+every Slurm release (no Slurm behaviour involved). Applies to presets only (needs a manifest): the
+presets' own consistency, strict by construction.
+"""
 ID = "plan-invalid"
 SEVERITY = "error"
 SCOPE = "manifest"

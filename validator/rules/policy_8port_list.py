@@ -1,4 +1,9 @@
-"""An HCA or UCX device list of 8 IB ports outside a preset whose manifest declares 8 IB ports per node."""
+"""An HCA or UCX device list of 8 IB ports outside a preset whose manifest declares 8 IB ports per node.
+
+Premise: an 8-port device list on a topology that has fewer ports names devices that do not exist
+there. Holds for: every Slurm release (no Slurm behaviour involved). A policy of our presets, not a
+defect elsewhere: strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch, manifest_of, setting_value
 
 ID = "policy-8port-list"
@@ -12,7 +17,7 @@ BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "export SLURM_EXPORT_ENV=ALL\ne
 
 import re
 
-_IB_DEVICE = re.compile(r"^\^?=?(mlx\d*_\d+|ibp\d+|ib\d+)(:\d+)?$")
+_IB_DEVICE = re.compile(r"^\^?=?(mlx[0-9]*_[0-9]+|ibp[0-9]+|ib[0-9]+)(:[0-9]+)?$")
 
 
 def check(target):

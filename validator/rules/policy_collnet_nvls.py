@@ -1,4 +1,9 @@
-"""NCCL_COLLNET_ENABLE=0 or NCCL_NVLS_ENABLE=0 set unconditionally: costs bandwidth everywhere to work around one site."""
+"""NCCL_COLLNET_ENABLE=0 or NCCL_NVLS_ENABLE=0 set unconditionally: costs bandwidth everywhere to work around one site.
+
+Premise: turning CollNet/NVLS off everywhere costs bandwidth on clusters that have them. Holds for:
+every Slurm release (no Slurm behaviour involved). A policy of our presets, not a defect elsewhere:
+strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch
 
 ID = "policy-collnet-nvls"

@@ -1,4 +1,9 @@
-"""Fabric settings that contradict the manifest's fabric (ethernet, infiniband, roce)."""
+"""Fabric settings that contradict the manifest's fabric (ethernet, infiniband, roce).
+
+Premise: settings for one fabric (IB HCAs, socket interfaces) contradict a manifest that declares
+another. Holds for: every Slurm release (no Slurm behaviour involved). A policy of our presets, not
+a defect elsewhere: strict profile only.
+"""
 from validator.catalog import RDMA_FABRICS
 from validator.rules.base import manifest_of, setting_value, topology_settings
 
@@ -15,7 +20,7 @@ BAD = {"train.sbatch": ("replace", "export NCCL_IB_DISABLE=1\n", "export NCCL_IB
 
 import re
 
-_IB_DEVICE = re.compile(r"(^|[,=^])(mlx\d*_|ibp|ib\d|hfi|bnxt_re)")
+_IB_DEVICE = re.compile(r"(^|[,=^])(mlx[0-9]*_|ibp|ib[0-9]|hfi|bnxt_re)")
 
 
 def check(target):

@@ -1,4 +1,9 @@
-"""An InfiniBand preset names its compute HCAs in NCCL_IB_HCA: NCCL's IB transport also takes active RoCE ports."""
+"""An InfiniBand preset names its compute HCAs in NCCL_IB_HCA: NCCL's IB transport also takes active RoCE ports.
+
+Premise: NCCL's IB transport also takes active RoCE ports unless NCCL_IB_HCA names the HCAs.
+Holds for: every Slurm release (no Slurm behaviour involved). A policy of our presets, not a defect
+elsewhere: strict profile only.
+"""
 from validator.rules.base import manifest_of, topology_settings
 
 ID = "policy-ib-hca"

@@ -1,4 +1,8 @@
-"""NCCL_NET names the fabric's network: IB (or a plugin's IBext_vN) on InfiniBand, Socket on Ethernet."""
+"""NCCL_NET names the fabric's network: IB (or a plugin's IBext_vN) on InfiniBand, Socket on Ethernet.
+
+Premise: NCCL_NET must name the transport the fabric has. Holds for: every Slurm release (no Slurm
+behaviour involved). A policy of our presets, not a defect elsewhere: strict profile only.
+"""
 import re
 
 from validator.rules.base import manifest_of, setting_value, topology_settings
@@ -13,7 +17,7 @@ DESCRIPTION = ("NCCL_NET names the fabric's network (NCCL compares it case-insen
 GOOD = {"preset.yaml": None}
 BAD = {"train.sbatch": ("replace", "export NCCL_NET_PLUGIN=none\n", "export NCCL_NET_PLUGIN=none\nexport NCCL_NET=IB\n")}
 
-IB_FAMILY = re.compile(r"ib(ext(_v\d+)?)?", re.IGNORECASE)  # NCCL's "IB"; Mellanox/nccl-rdma-sharp-plugins' IBext_v6..v11
+IB_FAMILY = re.compile(r"ib(ext(_v[0-9]+)?)?", re.IGNORECASE)  # NCCL's "IB"; Mellanox/nccl-rdma-sharp-plugins' IBext_v6..v11
 EXPECTED = {"infiniband": ("IB", IB_FAMILY.fullmatch), "ethernet": ("Socket", lambda v: v.lower() == "socket")}
 
 

@@ -1,4 +1,9 @@
-"""A preset pins NCCL_NET_PLUGIN: otherwise whatever plugin sits on the image's library path (HPC-X SHARP) is loaded by chance."""
+"""A preset pins NCCL_NET_PLUGIN: otherwise whatever plugin sits on the image's library path (HPC-X SHARP) is loaded by chance.
+
+Premise: an unpinned NCCL_NET_PLUGIN loads whatever plugin sits on the image's library path.
+Holds for: every Slurm release (no Slurm behaviour involved). A policy of our presets, not a defect
+elsewhere: strict profile only.
+"""
 
 
 ID = "policy-net-plugin"

@@ -1,4 +1,9 @@
-"""SHARP/CollNet settings only on a topology whose manifest offers SHARP as an opt-in, and only under that opt-in."""
+"""SHARP/CollNet settings only on a topology whose manifest offers SHARP as an opt-in, and only under that opt-in.
+
+Premise: SHARP/CollNet only where the manifest offers it, and only under its opt-in. Holds for:
+every Slurm release (no Slurm behaviour involved). A policy of our presets, not a defect elsewhere:
+strict profile only.
+"""
 from validator.rules.base import manifest_of
 
 ID = "policy-sharp"

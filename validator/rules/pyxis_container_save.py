@@ -1,4 +1,8 @@
-"""--container-save must name a .sqsh file (a folder path deleted a user's files, pyxis#151)."""
+"""--container-save must name a .sqsh file (a folder path deleted a user's files, pyxis#151).
+
+Premise (pyxis, not Slurm): --container-save writes a squashfs to the path given (a folder path lost
+a user's files, NVIDIA/pyxis#151). Holds for: every Slurm release.
+"""
 
 ID = "pyxis-container-save"
 SEVERITY = "error"

@@ -1,4 +1,9 @@
-"""pyxis images: 'registry#path:tag' (not 'registry/path', which goes to Docker Hub), a pinned tag (not latest), local .sqsh paths starting with / or ."""
+"""pyxis images: 'registry#path:tag' (not 'registry/path', which goes to Docker Hub), a pinned tag (not latest), local .sqsh paths starting with / or .
+
+Premise (pyxis and enroot, not Slurm): enroot reads 'registry#path' and sends 'registry/path' to
+Docker Hub; an unpinned tag changes under the job; a relative .sqsh path is read from the step's
+folder. Holds for: every Slurm release; the pyxis versions named in the module.
+"""
 from validator.rules.base import image_uses
 ID = "pyxis-image"
 SEVERITY = "error"

@@ -1,4 +1,9 @@
-"""An abbreviated long option: getopt_long accepts it today, a new option with the same prefix breaks it."""
+"""An abbreviated long option: getopt_long accepts it today, a new option with the same prefix breaks it.
+
+Premise: getopt_long accepts a unique prefix of a long option (_set_options in src/sbatch/opt.c at
+slurm-22-05-0-1 and slurm-26-05-1-1); a later release that adds an option with the same prefix makes
+it ambiguous. Holds for: 22.05-26.05, per release in the option table.
+"""
 from validator.rules.base import option_check
 
 ID = "sbatch-abbreviated-option"

@@ -1,4 +1,9 @@
-"""A stray word, a missing value or a value given to a flag in an #SBATCH line."""
+"""A stray word, a missing value or a value given to a flag in an #SBATCH line.
+
+Premise: a word that is no option in an #SBATCH line, or a missing value, makes sbatch stop with
+"Invalid directive found in batch script" (_opt_batch_script in src/sbatch/opt.c at slurm-22-05-0-1
+and slurm-26-05-1-1). Holds for: 22.05-26.05.
+"""
 from validator.rules.base import option_check
 
 ID = "sbatch-bad-argument"

@@ -1,4 +1,8 @@
-"""sbatch refuses scripts with DOS line endings."""
+"""sbatch refuses scripts with DOS line endings.
+
+Premise: sbatch stops with "Batch script contains DOS line breaks (\r\n)" (src/sbatch/sbatch.c at
+slurm-22-05-0-1 and slurm-26-05-1-1). Holds for: 22.05-26.05.
+"""
 ID = "sbatch-crlf"
 SEVERITY = "error"
 SCOPE = "script"

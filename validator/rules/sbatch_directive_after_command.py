@@ -1,4 +1,9 @@
-"""Slurm stops reading directives at the first command: later #SBATCH lines are ignored."""
+"""Slurm stops reading directives at the first command: later #SBATCH lines are ignored.
+
+Premise: sbatch stops reading directives at the first line that is neither blank nor a comment
+("Stop parsing script if not a comment", src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1);
+later #SBATCH lines are ignored. Holds for: 22.05-26.05.
+"""
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
 SCOPE = "script"

@@ -1,4 +1,9 @@
-"""The same option twice: the last silently wins."""
+"""The same option twice: the last silently wins.
+
+Premise: getopt_long hands each occurrence to the option's setter in order (src/sbatch/opt.c,
+src/common/slurm_opt.c at slurm-22-05-0-1 and slurm-26-05-1-1): the last one wins, silently.
+Holds for: 22.05-26.05.
+"""
 ID = "sbatch-duplicate-option"
 SEVERITY = "warning"
 SCOPE = "script"

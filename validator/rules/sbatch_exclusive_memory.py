@@ -1,4 +1,10 @@
-"""--exclusive without --mem: the job gets every CPU of the node but only the memory it asks for."""
+"""--exclusive without --mem: the job gets every CPU of the node but only the memory it asks for.
+
+Premise: sbatch.1 (at slurm-22-05-0-1 and slurm-26-05-1-1): with --exclusive "the job is allocated
+all CPUs and GRES on all nodes in the allocation, but is only allocated as much memory as it
+requested". Holds for: 22.05-26.05. Whether a job needs the whole memory is the script's choice: A
+policy of our presets, not a defect elsewhere: strict profile only.
+"""
 from validator.rules.base import GOOD_BATCH, bad_batch
 
 ID = "sbatch-exclusive-memory"

@@ -1,4 +1,13 @@
-"""Option pairs that sbatch rejects together or that contradict each other."""
+"""Option pairs that sbatch rejects together or that contradict each other.
+
+Premise: sbatch refuses --mem with --mem-per-cpu or --mem-per-gpu (_validate_memory_options in
+src/common/slurm_opt.c at slurm-26-05-1-1) and, from 26.05, --gres=gpu with --gpus-per-node (SchedMD
+commit 1a2bc58796, first in slurm-26-05-0-0rc1); the other pairs contradict each other (the last
+silently wins). Holds for: 22.05-26.05; the --gres/--gpus-per-node pair only from 26.05
+(sbatch.before).
+"""
+from validator.sbatch import before
+
 ID = "sbatch-exclusive-options"
 SEVERITY = "error"
 SCOPE = "script"
@@ -22,10 +31,6 @@ EXCLUSIVE = [
 GRES_VS_GPUS_PER_NODE_SINCE = "26.05"
 
 
-def _release_key(release):
-    return tuple(int(x) for x in (release or "0").split("."))
-
-
 def check(target):
     given = {}
     for option in target.script.parsed.options:
@@ -36,7 +41,7 @@ def check(target):
         yield (target.script.display, o.line, o.col, "--wrap replaces the script body; it has no place in a script")
     gres = given.get("gres")
     if gres is not None and "gpu" in (gres.value or "") and "gpus-per-node" in given \
-            and _release_key(target.script.release) >= _release_key(GRES_VS_GPUS_PER_NODE_SINCE):
+            and not before(target.script.release or "0", GRES_VS_GPUS_PER_NODE_SINCE):
         later = max(gres, given["gpus-per-node"], key=lambda o: (o.line, o.col))
         yield (target.script.display, later.line, later.col,
                f"--gres=gpu and --gpus-per-node are mutually exclusive in Slurm {target.script.release}; keep one")

@@ -1,16 +1,34 @@
-"""Lines that look like directives but that Slurm treats as comments."""
+"""Lines that look like directives but that Slurm treats as comments.
+
+Premise: sbatch reads a directive only from a line whose first 7 characters are "#SBATCH"
+(src/sbatch/opt.c, _opt_batch_script: xstrncmp(line, "#SBATCH", 7), at slurm-22-05-0-1,
+slurm-24-05-0-1 and slurm-26-05-1-1); '#sbatch', an indented '#SBATCH' and '# SBATCH' are comments,
+so the option silently does not apply ('#SBATCH--nodes=2', glued, is a directive; so is a line
+starting '#SLURM', with an error asking for '#SBATCH': not modelled here).
+Holds for: every release (22.05-26.05).
+'# SBATCH' (or '##SBATCH') in a script that has live #SBATCH lines is the usual way to switch a
+directive off on purpose: that is reported in the strict profile only (our presets delete what
+they do not use); elsewhere only the forms that are no way of disabling anything.
+"""
+import re
+
 ID = "sbatch-lookalike"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = "'# SBATCH', '#sbatch', an indented '#SBATCH' or '#SBATCHx': Slurm ignores the line."
+DESCRIPTION = ("'#sbatch', an indented '#SBATCH', or '# SBATCH' where no line is a live directive: "
+               "Slurm ignores the line (strict profile: also '# SBATCH' beside live directives).")
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
-BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n# SBATCH --gpus-per-task=8\nset -euo pipefail\necho ok\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#sbatch --gpus-per-task=8\nset -euo pipefail\necho ok\n"}
+
+_DISABLED = re.compile(r"#+\s+SBATCH\s")  # '# SBATCH --x', '## SBATCH --x' at column 1
 
 
 def check(target):
-    lookalikes = target.script.parsed.lookalikes
+    parsed = target.script.parsed
+    lookalikes = parsed.lookalikes
     inside = target.script.shell.heredoc_lines() if lookalikes else set()
+    switched_off = bool(parsed.directives) and not target.strict
     for look in lookalikes:
-        if look.line in inside:
+        if look.line in inside or (switched_off and _DISABLED.match(look.text)):
             continue
         yield (target.script.display, look.line, look.col, look.why)

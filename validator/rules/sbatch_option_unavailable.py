@@ -1,4 +1,10 @@
-"""An option the selected Slurm release lacks, or a SPANK plugin's option the script does not declare."""
+"""An option the selected Slurm release lacks, or a SPANK plugin's option the script does not declare.
+
+Premise: an option absent from the selected release's src/common/slurm_opt.c is unknown to its
+sbatch (validator/data/sbatch_options.json, per release); a SPANK plugin's options exist only where
+the plugin is loaded. Holds for: exactly the releases the table lists per option (--slurm-version,
+the manifest's slurm.min_version, else the newest).
+"""
 from validator.rules.base import option_check
 
 ID = "sbatch-option-unavailable"

@@ -1,4 +1,8 @@
-"""sbatch refuses a script whose first line is not a '#!' interpreter line."""
+"""sbatch refuses a script whose first line is not a '#!' interpreter line.
+
+Premise: sbatch stops with "This does not look like a batch script. The first line must start with
+#!" (src/sbatch/sbatch.c at slurm-22-05-0-1 and slurm-26-05-1-1). Holds for: 22.05-26.05.
+"""
 ID = "sbatch-shebang"
 SEVERITY = "error"
 SCOPE = "script"

@@ -1,4 +1,10 @@
-"""An #SBATCH option that no Slurm release knows: sbatch rejects the script."""
+"""An #SBATCH option that no Slurm release knows: sbatch rejects the script.
+
+Premise: sbatch hands #SBATCH arguments to getopt_long (_set_options in src/sbatch/opt.c at
+slurm-22-05-0-1 and slurm-26-05-1-1) and stops at an option it does not know. Holds for: the release
+selected (the option table, validator/data/sbatch_options.json, is derived from
+src/common/slurm_opt.c of each release 22.05-26.05).
+"""
 from validator.rules.base import option_check
 
 ID = "sbatch-unknown-option"

@@ -1,4 +1,8 @@
-"""An unescaped '#' ends an #SBATCH line; an unclosed quote swallows the rest."""
+"""An unescaped '#' ends an #SBATCH line; an unclosed quote swallows the rest.
+
+Premise: in an #SBATCH line an unquoted '#' ends the arguments and quotes group blanks (get_argument
+in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1). Holds for: 22.05-26.05.
+"""
 ID = "sbatch-value-cut"
 SEVERITY = "error"
 SCOPE = "script"

@@ -1,26 +1,66 @@
-"""eval runs text as code: with values from manifests or the environment that is an injection; use arrays."""
+"""eval runs text as code: with values from manifests or the environment that is an injection; use arrays.
+
+Premise: eval parses its arguments as shell code, so whoever controls the text runs commands in the
+job (bash(1), SHELL BUILTIN COMMANDS).
+Holds for: every Slurm release (no Slurm behaviour involved).
+It is an injection only where the text comes from outside the script's control. Not reported:
+literal text; the output of a program that prints shell code meant for eval (conda's, mamba's and
+micromamba's shell hooks, pyenv init, getopt, which quotes what it prints); Slurm's own variables
+(SLURM_JOB_NODELIST turned into a brace expansion) passed through text filters (sed, tr, awk);
+variables the script itself sets only from such text (a template kept in the script).
+"""
+from validator.shell import parse_shell
 
 ID = "security-eval"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = 'eval runs text as code: with values from manifests or the environment that is an injection; use arrays.'
+DESCRIPTION = ('eval runs text as code: with values from the environment or a file that is an injection '
+               '(literal text, Slurm variables and shell hooks such as conda\'s pass); use arrays.')
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\nargs=(--time 5)\necho \"${args[@]}\"\n"
-                      "eval set -- \"$(getopt -o n: -- \"$@\")\"\n"}
+                      "eval set -- \"$(getopt -o n: -- \"$@\")\"\neval \"$(conda shell.bash hook)\"\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\neval \"echo $ARGS\"\n"}
+
+# Programs whose output is shell code written for eval, or text derived only from their input.
+_CODE_PRINTERS = {"conda", "mamba", "micromamba", "pyenv", "getopt", "dircolors", "ssh-agent"}
+_FILTERS = {"sed", "tr", "awk", "cut", "echo", "printf", "head", "tail", "sort", "uniq", "paste", "seq",
+            "basename", "dirname", "hostname", "date", "scontrol"}
+_DEPTH = 3  # variables set from variables: a template is a level or two deep
+
+
+def _trusted_text(shell, text: str, depth: int, seen: set) -> bool:
+    """Whether shell text expands only what the script or Slurm controls."""
+    parsed = parse_shell(": " + text)  # the text as a word, as eval's argument or an assignment's value
+    if parsed.has_errors:
+        return False
+    names = {c.name.rsplit("/", 1)[-1] for c in parsed.commands[1:]}
+    return names <= _CODE_PRINTERS | _FILTERS and all(
+        _trusted_name(shell, e.name, depth, seen) for e in parsed.expansions)
+
+
+def _trusted_name(shell, name: str, depth: int, seen: set) -> bool:
+    if name.startswith("SLURM_"):  # set by Slurm for the job (host names, ids, counts)
+        return True
+    assigned = shell.assigned(name) if name.isidentifier() else []
+    if not assigned or depth <= 0 or name in seen:
+        return False
+    seen = seen | {name}
+    return all(_trusted_text(shell, a.raw, depth - 1, seen) for a in assigned)
+
+
+def _from_getopt(shell, arg) -> bool:
+    """`eval set -- "$(getopt ...)"`, also through a variable set from it: getopt quotes what it prints."""
+    name = arg.raw.strip('"').lstrip("$").strip("{}")
+    assigned = shell.assigned(name) if name.isidentifier() else []
+    return "getopt" in arg.raw or bool(assigned and all("getopt" in a.raw for a in assigned))
 
 
 def _harmless(shell, command) -> bool:
-    """`eval set -- "$(getopt ...)"` (getopt quotes what it prints, also through a variable set from
-    it) and literal text are no injection."""
     words = [a.value for a in command.args]
-    if words[:2] == ["set", "--"] and len(words) > 2:
-        def from_getopt(arg):
-            name = arg.raw.strip('"').lstrip("$").strip("{}")
-            assigned = shell.assigned(name) if name.isidentifier() else []
-            return "getopt" in arg.raw or (assigned and all("getopt" in a.raw for a in assigned))
-        if all(from_getopt(arg) for arg in command.args[2:]):
-            return True
-    return all(word is not None for word in words)
+    if all(word is not None for word in words):  # literal text
+        return True
+    if words[:2] == ["set", "--"] and len(words) > 2 and all(_from_getopt(shell, a) for a in command.args[2:]):
+        return True
+    return all(_trusted_text(shell, arg.raw, _DEPTH, set()) for arg in command.args)
 
 
 def check(target):

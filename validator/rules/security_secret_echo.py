@@ -1,4 +1,8 @@
-"""A secret (API key, token, password) printed with echo/printf lands in the job log."""
+"""A secret (API key, token, password) printed with echo/printf lands in the job log.
+
+Premise: what a job prints lands in its log, readable by the account and often the group. Holds for:
+every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import is_secret
 ID = "security-secret-echo"
 SEVERITY = "error"

@@ -1,4 +1,8 @@
-"""Output or working folders under /tmp, /var/tmp or /dev/shm without the job id: other users and jobs can read, collide or plant files."""
+"""Output or working folders under /tmp, /var/tmp or /dev/shm without the job id: other users and jobs can read, collide or plant files.
+
+Premise: /tmp, /var/tmp and /dev/shm are shared by every user and job on the node; a fixed name
+collides or can be planted. Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 
 ID = "security-world-writable"
 SEVERITY = "warning"

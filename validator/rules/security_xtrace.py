@@ -1,4 +1,8 @@
-"""set -x (xtrace) prints every expanded value into the job log: never where a secret is in scope."""
+"""set -x (xtrace) prints every expanded value into the job log: never where a secret is in scope.
+
+Premise: set -x prints every command with its expanded values to stderr, the job log (bash(1)).
+Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import is_secret, sourced_shells
 ID = "security-xtrace"
 SEVERITY = "error"

@@ -1,4 +1,8 @@
-"""Inline suppressions must say why."""
+"""Inline suppressions must say why.
+
+Premise: a suppression without a reason cannot be reviewed. Holds for: every Slurm release (no Slurm
+behaviour involved).
+"""
 ID = "suppression-reason"
 SEVERITY = "warning"
 SCOPE = "any"

@@ -1,4 +1,8 @@
-"""A suppression must name existing rules exactly: a typo suppresses nothing, a wildcard everything."""
+"""A suppression must name existing rules exactly: a typo suppresses nothing, a wildcard everything.
+
+Premise: a misspelt rule id suppresses nothing, a wildcard everything. Holds for: every Slurm
+release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "suppression-unknown-rule"

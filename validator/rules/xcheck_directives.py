@@ -1,4 +1,9 @@
-"""Every #SBATCH option of the script is declared in the manifest's slurm.directives with the same value, and the reverse."""
+"""Every #SBATCH option of the script is declared in the manifest's slurm.directives with the same value, and the reverse.
+
+Premise: the manifest is what the preset claims to ask Slurm for. Holds for: every Slurm release (no
+Slurm behaviour involved). Applies to presets only (needs a manifest): the presets' own consistency,
+strict by construction.
+"""
 from validator.rules.base import manifest_of
 
 ID = "xcheck-directives"

@@ -1,4 +1,9 @@
-"""Every NCCL_/UCX_/TORCH_/CUDA_/SHARP_ variable the script sets is declared in the manifest with the same value (conditional ones with 'when'), and the reverse."""
+"""Every NCCL_/UCX_/TORCH_/CUDA_/SHARP_ variable the script sets is declared in the manifest with the same value (conditional ones with 'when'), and the reverse.
+
+Premise: the manifest documents every setting with its reason and source. Holds for: every Slurm
+release (no Slurm behaviour involved). Applies to presets only (needs a manifest): the presets' own
+consistency, strict by construction.
+"""
 from validator.rules.base import manifest_of, setting_value, topology_settings
 
 ID = "xcheck-environment"

@@ -1,6 +1,11 @@
 """The script says which preset it is the way the manifest does: job name, smoke_init's name and node
+
+Premise: job name, node range and hardware in the script must be the manifest's. Holds for: every
+Slurm release (no Slurm behaviour involved). Applies to presets only (needs a manifest): the
+presets' own consistency, strict by construction.
 range, and the SMOKE_ARCH / SMOKE_GPU_MODEL / SMOKE_IB_PORTS that preflight checks the nodes against.
-A copy of a preset whose script still names the original is judged against the wrong expectations."""
+A copy of a preset whose script still names the original is judged against the wrong expectations.
+"""
 from validator.rules.base import manifest_of
 
 ID = "xcheck-identity"

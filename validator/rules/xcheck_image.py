@@ -1,4 +1,9 @@
-"""The script's container image is the manifest's image for the preset's arch, the image is published for that arch, and the cached .sqsh name carries the arch."""
+"""The script's container image is the manifest's image for the preset's arch, the image is published for that arch, and the cached .sqsh name carries the arch.
+
+Premise: the script runs the image the manifest pins, for the preset's architecture. Holds for:
+every Slurm release (no Slurm behaviour involved). Applies to presets only (needs a manifest): the
+presets' own consistency, strict by construction.
+"""
 from validator.catalog import ARCHES
 from validator.rules.base import image_uses, manifest_of
 

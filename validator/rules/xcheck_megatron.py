@@ -1,4 +1,9 @@
-"""Megatron flags exist in the pinned Megatron-LM release (validator/data/megatron-flags/), and the script's MEGATRON_* defaults equal the manifest's model and parallelism."""
+"""Megatron flags exist in the pinned Megatron-LM release (validator/data/megatron-flags/), and the script's MEGATRON_* defaults equal the manifest's model and parallelism.
+
+Premise: Megatron-LM refuses flags its pinned release does not define (validator/data/megatron-
+flags/). Holds for: every Slurm release (no Slurm behaviour involved). Applies to presets only
+(needs a manifest): the presets' own consistency, strict by construction.
+"""
 from validator.rules.base import manifest_of, with_payloads
 
 ID = "xcheck-megatron"

@@ -1,4 +1,9 @@
-"""The preset README mentions every environment variable the script sets (a 'PREFIX_*' mention covers a family)."""
+"""The preset README mentions every environment variable the script sets (a 'PREFIX_*' mention covers a family).
+
+Premise: a preset's README explains every variable its script sets. Holds for: every Slurm release
+(no Slurm behaviour involved). Applies to presets only (needs a manifest): the presets' own
+consistency, strict by construction.
+"""
 from validator.rules.base import TOPOLOGY_PREFIXES
 
 ID = "xcheck-readme"

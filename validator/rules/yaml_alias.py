@@ -1,4 +1,8 @@
-"""Anchors, aliases and merge keys are refused (alias bombs, hidden sharing)."""
+"""Anchors, aliases and merge keys are refused (alias bombs, hidden sharing).
+
+Premise: anchors and merge keys allow alias bombs and hide sharing; the schema needs none.
+Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "yaml-alias"

@@ -1,4 +1,8 @@
-"""Plain values that YAML 1.1 converts silently (4:00:00, no, 0755, 3.10) must be quoted."""
+"""Plain values that YAML 1.1 converts silently (4:00:00, no, 0755, 3.10) must be quoted.
+
+Premise: YAML 1.1 readers (PyYAML, many tools) turn 4:00:00 into 14400, no into false, 0755 into
+493. Holds for: every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "yaml-ambiguous-scalar"

@@ -1,4 +1,8 @@
-"""Mapping keys must be plain strings, not lists or mappings."""
+"""Mapping keys must be plain strings, not lists or mappings.
+
+Premise: a key that is a list or mapping has no meaning in the schema and breaks readers. Holds for:
+every Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "yaml-key"

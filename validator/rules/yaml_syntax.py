@@ -1,4 +1,8 @@
-"""The manifest must be one well-formed YAML document."""
+"""The manifest must be one well-formed YAML document.
+
+Premise: a manifest that does not parse cannot be checked. Holds for: every Slurm release (no Slurm
+behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "yaml-syntax"

@@ -1,4 +1,8 @@
-"""Explicit YAML tags (!!python/..., !!int) are refused."""
+"""Explicit YAML tags (!!python/..., !!int) are refused.
+
+Premise: explicit tags make readers build objects (!!python/...) or convert types. Holds for: every
+Slurm release (no Slurm behaviour involved).
+"""
 from validator.rules.base import loader_check
 
 ID = "yaml-tag"

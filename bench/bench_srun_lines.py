@@ -1,0 +1,54 @@
+"""Validator time on one script of 10,000 srun lines (issue 28: rules must be linear in the input).
+
+Three shapes, each just under the 256 KiB size bound: every srun in the foreground, every srun in
+the background with a bare `wait` after each hundred, and the srun lines inside a function body
+(`compound_statement`, which launch-bare-wait walks). shellcheck is off (--no-shellcheck): this
+times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINES = 10_000
+RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+HEAD = "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\nset -euo pipefail\n"
+
+
+def shapes() -> dict[str, str]:
+    foreground = "".join(f"srun -n1 hostname {i}\n" for i in range(LINES))
+    background = "".join(f"srun -n1 hostname {i} &\n" + ("wait\n" if i % 100 == 99 else "") for i in range(LINES))
+    in_function = "steps() {\n" + "".join(f"  srun -n1 true {i} &\n" for i in range(LINES)) + "  wait\n}\nsteps\n"
+    return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function}
+
+
+def run_once(path: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "validator", "--no-shellcheck", str(path)], cwd=ROOT,
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1) or "Traceback" in proc.stderr:
+        raise SystemExit(f"{path.name}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> int:
+    print(f"{LINES} srun lines per script, --no-shellcheck, median of {RUNS} runs (wall s)")
+    with tempfile.TemporaryDirectory(prefix="bench-srun-") as tmp:
+        for name, text in shapes().items():
+            path = Path(tmp) / f"{name}.sbatch"
+            path.write_text(text)
+            times = [run_once(path) for _ in range(RUNS)]
+            print(f"  {name:12} {len(text.encode()) // 1024:4d} KiB  median {statistics.median(times):7.2f} s"
+                  f"  (min {min(times):.2f}, max {max(times):.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Pick a real-world corpus from fetched repository snapshots (round two of docs/real-world.md).
+
+    python3 bench/real_world_pick.py --mirrors /work/.mirror --out DIR [--cap 10] [--seed 28]
+
+Each snapshot is a bare git directory MIRRORS/<owner>+<repo>/repo. A candidate is a file at the
+snapshot's HEAD that has an '#SBATCH -' directive line at the start of a line and a line that launches
+work (srun, mpirun, torchrun, python, a container runtime, ./program ...), is not documentation or
+source of another language (by its suffix), and is under 200 kB. Repositories already judged in
+docs/real-world-judgements.tsv and docs/real-world-holdout-judgements.tsv, and SchedMD/slurm itself,
+are skipped. From each repository at most --cap candidates are drawn with random.Random(seed), so
+no repository dominates. Writes DIR/MANIFEST.tsv (repository, path, commit), the scripts under
+DIR/<owner>/<repo>/<path>, an empty DIR/<owner>/<repo>/.git, and every folder named 'logs' that the
+repository has at that commit (empty). The held-out quarter is drawn afterwards by
+bench/real_world_holdout.py.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JUDGED = [ROOT / "docs" / "real-world-judgements.tsv", ROOT / "docs" / "real-world-holdout-judgements.tsv"]
+NOT_A_SCRIPT = re.compile(r"\.(md|rst|txt|py|ipynb|html|shtml|yaml|yml|json|j2|jinja|tmpl|tpl|in|tex|c|cpp|f90|go|rs|js|ts)$")
+LAUNCHES = re.compile(r"^\s*[^#\n]*\b(srun|mpirun|mpiexec|torchrun|deepspeed|accelerate|python3?|apptainer|"
+                      r"singularity|julia|Rscript|\./\S+)\b", re.M)
+DIRECTIVE = r"^#SBATCH[[:space:]]+-"
+
+
+def git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True,
+                          errors="replace").stdout
+
+
+def used_repositories() -> set[str]:
+    used = {"SchedMD/slurm"}
+    for path in JUDGED:
+        used |= {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines()[1:] if line}
+    return used
+
+
+def candidates(git_dir: Path, head: str) -> list[str]:
+    listed = git(git_dir, "grep", "-l", "-I", "-E", DIRECTIVE, head, "--").split()
+    out = []
+    for path in sorted(entry.split(":", 1)[1] for entry in listed):
+        if NOT_A_SCRIPT.search(path):
+            continue
+        text = git(git_dir, "show", f"{head}:{path}")
+        if len(text) <= 200_000 and LAUNCHES.search(text):
+            out.append(path)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mirrors", required=True, type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--cap", type=int, default=10)
+    p.add_argument("--seed", type=int, default=28)
+    args = p.parse_args(argv)
+    draw, used, rows = random.Random(args.seed), used_repositories(), []
+    for git_dir in sorted(args.mirrors.glob("*+*/repo")):
+        repo = git_dir.parent.name.replace("+", "/", 1)
+        head = git(git_dir, "rev-parse", "HEAD").strip()
+        if repo in used or not head:
+            continue
+        found = candidates(git_dir, head)
+        rows += [(repo, path, head, git_dir) for path in sorted(draw.sample(found, min(args.cap, len(found))))]
+    for repo, path, head, git_dir in rows:
+        target = args.out / repo / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (args.out / repo / ".git").mkdir(exist_ok=True)
+        target.write_bytes(subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{head}:{path}"],
+                                          capture_output=True, check=True).stdout)
+    for repo, head, git_dir in {(r, h, g) for r, _, h, g in rows}:
+        for folder in git(git_dir, "ls-tree", "-r", "-d", "--name-only", head).split("\n"):
+            if folder == "logs" or folder.endswith("/logs"):
+                (args.out / repo / folder).mkdir(parents=True, exist_ok=True)
+    (args.out / "MANIFEST.tsv").write_text("".join(f"{r}\t{p_}\t{h}\n" for r, p_, h, _ in rows), encoding="utf-8")
+    print(f"{len(rows)} scripts from {len({r for r, *_ in rows})} repositories", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
