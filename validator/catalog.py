@@ -111,7 +111,9 @@ def checked_manifest(folder: Path, root: Path | None = None) -> dict:
     from validator.rules.manifest_schema import schema_problems
 
     path, doc = _manifest_document(folder, root)
-    for line, col, message in schema_problems(SimpleNamespace(document=doc)):
+    first = next(iter(schema_problems(SimpleNamespace(document=doc))), None)
+    if first is not None:
+        line, col, message = first
         raise CatalogError(f"{path}:{line}:{col}: {message} (run the validator on it)")
     return doc.data
 
