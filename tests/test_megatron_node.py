@@ -13,9 +13,11 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 
-RECORDED = json.loads((FIXTURES / "megatron-parser" / "core_v0.13.0.json").read_text())
-FLAGS = {line.strip() for line in (ROOT / "validator" / "data" / "megatron-flags" / "core_v0.13.0.txt").read_text().splitlines()
-         if line.startswith("--")}
+# One recording per Megatron-LM release: core_v0.13.0, and the pinned image's own main 5863c5b.
+RECORDINGS = {path.stem: json.loads(path.read_text()) for path in sorted((FIXTURES / "megatron-parser").glob("*.json"))}
+FLAGS = {release: {line.strip() for line in (ROOT / "validator" / "data" / "megatron-flags" / f"{release}.txt").read_text().splitlines()
+                   if line.startswith("--")} for release in RECORDINGS}
+RUNS = [(release, run) for release, recorded in RECORDINGS.items() for run in recorded["runs"]]
 
 
 def megatron_node(tmp_path, preset, **env):
@@ -36,13 +38,13 @@ def megatron_node(tmp_path, preset, **env):
     return proc.returncode, proc.stderr, words[at + 1:] if at is not None else None
 
 
-@pytest.mark.parametrize("run", RECORDED["runs"], ids=lambda r: f"{r['preset']}-{r['MEGATRON_TRANSFORMER_IMPL']}")
-def test_argument_list_is_the_one_megatron_parser_accepted(tmp_path, run):
+@pytest.mark.parametrize("release, run", RUNS, ids=[f"{r}-{run['preset']}-{run['MEGATRON_TRANSFORMER_IMPL']}" for r, run in RUNS])
+def test_argument_list_is_the_one_megatron_parser_accepted(tmp_path, release, run):
     assert run["accepted"] is True
     code, err, args = megatron_node(tmp_path, run["preset"], MEGATRON_TRANSFORMER_IMPL=run["MEGATRON_TRANSFORMER_IMPL"])
     assert code == 0, err
     assert args == run["args"], "megatron-node's list changed: confirm it with bench/pretrain_gpt/parse_check.py"
-    assert {a for a in args if a.startswith("--")} <= FLAGS
+    assert {a for a in args if a.startswith("--")} <= FLAGS[release]
 
 
 def test_local_implementation_asks_for_no_fused_kernel(tmp_path):
