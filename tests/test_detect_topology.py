@@ -4,6 +4,7 @@ The H100 and GH200 inputs are written in the exact formats those tools print (ha
 such: no such cluster is reachable from here); the H200 input was recorded on the lent GPU machine.
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -14,7 +15,8 @@ TOOL = ROOT / "scripts" / "detect-topology"
 
 
 def detect(*args):
-    proc = subprocess.run([sys.executable, str(TOOL), "--json", *args], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([str(TOOL), "--json", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHON": sys.executable})
     assert proc.returncode in (0, 1), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 

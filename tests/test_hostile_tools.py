@@ -1,5 +1,5 @@
 """Hostile inputs for the tools beside the checker (issue 24, items 13-18): `new-preset`, `matrix`,
-the repository config, scripts/detect-topology and scripts/rank_bind.py.
+the repository config, scripts/detect-topology and smoke.rank_bind.
 
 Each case builds a small preset repository (the tracked presets and README.md) or input files in a
 temporary folder, with what git cannot hold (links, FIFOs, undecodable bytes) made by its `setup`;
@@ -416,14 +416,14 @@ def run_case(case: Case, tmp_path: Path) -> tuple[Place, subprocess.CompletedPro
         return text.replace("{outside}", str(place.outside)).replace("{repo}", str(place.repo))
 
     args = [fill(a) for a in case.args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **{k: fill(v) for k, v in case.env.items()}}
+    env = {**os.environ, "PYTHON": sys.executable, **{k: fill(v) for k, v in case.env.items()}}
     if case.tool == "validator":
         command = [sys.executable, "-m", "validator", *args]
     elif case.tool == "detect":
-        command = [sys.executable, str(ROOT / "scripts" / "detect-topology"), *args]
+        command = [str(ROOT / "scripts" / "detect-topology"), *args]
     else:
         report = "import os; print('program ran on', sorted(os.sched_getaffinity(0))[:4])"
-        command = [sys.executable, str(ROOT / "scripts" / "rank_bind.py"), "-c", report]
+        command = [sys.executable, "-m", "smoke.rank_bind", "-c", report]
         env.update({"SMOKE_SYSFS_ROOT": str(place.outside / "sysfs"), "LOCAL_RANK": "0", "CUDA_VISIBLE_DEVICES": "0",
                     "PATH": f"{place.outside / 'bin'}:{os.environ['PATH']}", **case.env})
     cwd = fill(case.cwd) if case.cwd.startswith("{") else place.repo / case.cwd
@@ -458,7 +458,7 @@ def test_the_corpus_covers_every_item():
 
 
 CPULIST_CHECK = """
-import rank_bind
+from smoke import rank_bind
 try:
     rank_bind.parse_cpulist("0-3000000000")
 except ValueError as exc:
@@ -474,6 +474,6 @@ assert rank_bind.parse_cpulist("") == set()
 def test_cpulists_are_bounded_and_merged():
     """0-3000000000 is refused before anything is expanded (it ran until killed); overlapping ranges
     are merged first. In its own process under the memory bound: a regression fails, the machine not."""
-    proc = subprocess.run([sys.executable, "-c", CPULIST_CHECK], cwd=ROOT / "scripts", capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", CPULIST_CHECK], capture_output=True,
                           text=True, timeout=TIMEOUT_S, preexec_fn=_bounded)
     assert proc.returncode == 0, proc.stderr[-2000:]

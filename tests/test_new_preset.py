@@ -30,9 +30,9 @@ def repo(tmp_path):
     return tmp_path
 
 
-def run(repo, *args, tool=("-m", "validator")):
-    return subprocess.run([sys.executable, *tool, *args], cwd=repo, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(repo)})
+def run(repo, *args, tool=(sys.executable, "-m", "validator")):
+    return subprocess.run([*tool, *args], cwd=repo, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": f"{repo}{os.pathsep}{repo / 'scripts'}", "PYTHON": sys.executable})
 
 
 def test_new_preset_is_found_everywhere(repo, tmp_path_factory):
@@ -44,10 +44,10 @@ def test_new_preset_is_found_everywhere(repo, tmp_path_factory):
     assert "name: h200-ib-8port\n" in texts["preset.yaml"] and "job-name: smoke-h200-ib-8port\n" in texts["preset.yaml"]
     assert "#SBATCH --job-name=smoke-h200-ib-8port" in texts["train.sbatch"]
     assert "smoke_init h200-ib-8port 1 256" in texts["train.sbatch"]
-    assert "SMOKE_GPU_MODEL=H100" in texts["train.sbatch"]  # hardware is the author's edit, not a rename
+    assert "SMOKE_GPU_MODEL=${SMOKE_GPU_MODEL:-H100}" in texts["train.sbatch"]  # hardware is the author's edit, not a rename
     # The author's edit: another GPU model, in the manifest and in what preflight checks.
     for name, old, want in (("preset.yaml", "model: H100", "model: H200"),
-                            ("train.sbatch", "SMOKE_GPU_MODEL=H100", "SMOKE_GPU_MODEL=H200")):
+                            ("train.sbatch", "SMOKE_GPU_MODEL:-H100", "SMOKE_GPU_MODEL:-H200")):
         (new / name).write_text(texts[name].replace(old, want, 1))
     checked = run(repo, "presets/h200-ib-8port")
     assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout + checked.stderr
@@ -65,7 +65,7 @@ def test_new_preset_is_found_everywhere(repo, tmp_path_factory):
     smi = sys_root / "smi.csv"
     smi.write_text("NVIDIA H200, 143771\n" * 8)
     proc = run(repo, "--json", "--arch", "x86_64", "--nvidia-smi-output", str(smi), "--sys-root", str(sys_root),
-               "--ip-output", str(FIXTURES / "runtime" / "ip-h100.json"), "--preset", "presets/h200-ib-8port", tool=("scripts/detect-topology",))
+               "--ip-output", str(FIXTURES / "runtime" / "ip-h100.json"), "--preset", "presets/h200-ib-8port", tool=(str(repo / "scripts" / "detect-topology"),))
     report = json.loads(proc.stdout)
     assert report["recommendation"]["preset"] == "h200-ib-8port", report["recommendation"]
     assert (proc.returncode, report["mismatches"]) == (0, [])
