@@ -29,8 +29,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from smoke.verdict.main import main as verdict_main  # noqa: E402  (scripts/ on the path above)
+from smoke.verdict.main import main as verdict_main  # the .venv of `make validate` has the package
 
 PLACEMENT = {
     "healthy": "train", "nan-loss": "train", "all-skipped": "train", "fp16-warmup-skips": "train",

@@ -1,7 +1,7 @@
 """Stand-in for torchrun (named as such): reads pretrain_gpt.py's argument list as megatron-node
 passes it and runs Megatron-LM's own parser and validate_args on it (CPU, no training).
 Prints one JSON line: accepted or the parser's message. Needs torch, numpy, six, regex and
-MEGATRON_DIR's tree importable; tests/fixtures/megatron-parser/ holds what it said for core_v0.13.0:
+MEGATRON_DIR's tree importable (on PYTHONPATH, as bench/pretrain_gpt/record_parser.py puts it); tests/fixtures/megatron-parser/ holds what it said for core_v0.13.0:
 
     printf '#!/bin/bash\nexec python3 %s/bench/pretrain_gpt/parse_check.py "$@"\n' "$PWD" > /tmp/bin/torchrun
     PATH=/tmp/bin:$PATH MEGATRON_DIR=... scripts/megatron-node     # with the per-task Slurm variables
@@ -15,7 +15,6 @@ import sys
 argv = sys.argv[1:]
 at = next(i for i, a in enumerate(argv) if a.endswith("pretrain_gpt.py"))
 program, args = argv[at], argv[at + 1:]
-sys.path.insert(0, os.path.dirname(program))
 os.environ.update(RANK="0", WORLD_SIZE=os.environ.get("CHECK_WORLD_SIZE", "1"), LOCAL_RANK="0")
 import warnings
 warnings.filterwarnings("ignore")

@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--deps", required=True)
     parser.add_argument("--te-stub")
     args = parser.parse_args()
-    pythonpath = os.pathsep.join(p for p in (args.deps, args.te_stub) if p)
+    pythonpath = os.pathsep.join(p for p in (args.megatron, args.deps, args.te_stub) if p)
     with tempfile.TemporaryDirectory() as bin_dir:
         torchrun = Path(bin_dir) / "torchrun"
         torchrun.write_text(f'#!/bin/bash\nexec {sys.executable} {ROOT}/bench/pretrain_gpt/parse_check.py "$@"\n')
