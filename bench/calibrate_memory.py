@@ -8,9 +8,10 @@ spec (no Transformer Engine). The estimate is calibrated on pretrain_gpt.py itse
 (bench/pretrain_gpt/, docs/memory-calibration.md); the rows this script recorded before it cast the
 norms to bf16 are kept there as a record. Each configuration picks:
 
-- attention: `unfused` (Megatron's DotProductAttention, which stores the s x s scores) or `flash`
+- attention: `unfused` (Megatron's DotProductAttention, which stores the s x s scores), `flash`
   (torch's scaled_dot_product_attention forced onto its flash kernel, a stand-in for Transformer
-  Engine's flash attention, which needs TE);
+  Engine's flash attention, which needs TE) or `fused` (the same forced onto cuDNN's fused
+  attention, what TE's FusedAttention runs on Hopper);
 - optimizer: `torch` (torch's foreach AdamW, what Megatron falls back to without TE or apex) or
   `fused` (torch's fused AdamW, a stand-in for TE/apex FusedAdam: both update in place);
 - recompute: `none`, `selective` (core attention) or `full` (every layer, uniform, 1 per unit).
@@ -125,12 +126,15 @@ PRESETS = [Config(**row) for row in preset_rows(Path(__file__).resolve().parents
 SETS = {"fit": FIT, "held-out": HELD_OUT, "presets": PRESETS}
 
 
-def flash_core_attention():
-    """A Megatron core-attention module that runs torch's flash kernel (stand-in for TE's)."""
+def sdpa_core_attention(backend: str):
+    """A Megatron core-attention module that runs torch's scaled_dot_product_attention on one kernel:
+    `flash` (a stand-in for TE's flash attention) or `fused` (cuDNN's fused attention, what TE's
+    FusedAttention runs on Hopper). Both keep O(s) per head, never the s x s scores."""
     from megatron.core.transformer.module import MegatronModule
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    kernel = {"flash": SDPBackend.FLASH_ATTENTION, "fused": SDPBackend.CUDNN_ATTENTION}[backend]
 
-    class FlashCoreAttention(MegatronModule):
+    class SdpaCoreAttention(MegatronModule):
         def __init__(self, config, layer_number, attn_mask_type, attention_type, **kwargs):
             super().__init__(config=config)
             self.dropout = config.attention_dropout
@@ -139,13 +143,15 @@ def flash_core_attention():
                     packed_seq_params=None):
             sq, b, heads, dim = query.shape
             q, k, v = (t.permute(1, 2, 0, 3) for t in (query, key, value))  # [b, heads, s, dim]
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            if k.shape[1] != heads and kernel == SDPBackend.CUDNN_ATTENTION:  # cuDNN's SDPA takes no GQA flag
+                k, v = (t.repeat_interleave(heads // k.shape[1], dim=1) for t in (k, v))
+            with sdpa_kernel(kernel):
                 out = torch.nn.functional.scaled_dot_product_attention(
                     q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True,
                     enable_gqa=k.shape[1] != heads)
             return out.permute(2, 0, 1, 3).reshape(sq, b, heads * dim)
 
-    return FlashCoreAttention
+    return SdpaCoreAttention
 
 
 class _FusedAdamW(torch.optim.AdamW):
@@ -174,8 +180,8 @@ def measure(c: Config, steps: int) -> dict:
         attention_softmax_in_fp32=False,  # pretrain_gpt.py's default (--attention-softmax-in-fp32 not given)
         **recompute)
     spec = get_gpt_layer_local_spec(normalization="RMSNorm")
-    if c.attention == "flash":
-        spec.submodules.self_attention.submodules.core_attention = flash_core_attention()
+    if c.attention in ("flash", "fused"):
+        spec.submodules.self_attention.submodules.core_attention = sdpa_core_attention(c.attention)
     model = GPTModel(config=config, transformer_layer_spec=spec, vocab_size=c.vocab, max_sequence_length=c.seq,
                      position_embedding_type="rope", share_embeddings_and_output_weights=False).cuda()
     # pretrain_gpt.py wraps the model in Float16Module, which casts every parameter to bf16; torch's

@@ -1,8 +1,10 @@
 """A script that takes KEY=VALUE settings must not overwrite them: its defaults are `${NAME:-value}`.
 
-`smoke_init NAME MIN MAX "$@"` (scripts/job-lib.sh, `smoke_settings`) exports every KEY=VALUE given
+Premise: `smoke_init NAME MIN MAX "$@"` (scripts/job-lib.sh, `smoke_settings`) exports every KEY=VALUE given
 after the script. A later unconditional `export NCCL_NET=IB` replaces what the user passed, so the
 README's `sbatch ... train.sbatch NCCL_NET_PLUGIN=ofi` silently does nothing (issue 25, finding 7).
+Holds for: every Slurm release (bash's own assignment semantics, not Slurm's). It fires only in
+scripts that hand "$@" to this project's job library, where it is a defect, not a policy.
 """
 import re
 

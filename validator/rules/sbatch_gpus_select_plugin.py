@@ -1,10 +1,12 @@
 """GPU options that Slurm before 23.11 refuses on a cluster running select/cons_res.
 
-Slurm 22.05 and 23.02 reject a job that asks with --gpus, --gpus-per-socket, --gpus-per-task,
+Premise: Slurm 22.05 and 23.02 reject a job that asks with --gpus, --gpus-per-socket, --gpus-per-task,
 --cpus-per-gpu or --mem-per-gpu unless SelectType is select/cons_tres ("Requested GRES option
 unsupported by configured SelectType plugin": src/common/gres.c l.5680 at slurm-22-05-8-1,
 src/interfaces/gres.c l.5920 at slurm-23-02-7-1; doc/html/gres.shtml). select/cons_res was removed
 only in 23.11 (RELEASE_NOTES). --gpus-per-node (and --gres=gpu:N) is not in that list.
+Holds for: 22.05 to 23.02 (slurm-22-05-8-1, slurm-23-02-7-1; cons_res gone at slurm-23-11-0-1), so
+the rule runs only when the manifest's slurm.min_version is below 23.11.
 """
 ID = "sbatch-gpus-select-plugin"
 SEVERITY = "warning"

@@ -1,9 +1,11 @@
 """The attention backend a preset asks Megatron for must be one the image's TransformerEngine + flash-attn pair can run.
 
-`--attention-backend flash` makes Megatron switch TE's fused and unfused backends off
+Premise: `--attention-backend flash` makes Megatron switch TE's fused and unfused backends off
 (language_module.py, `_set_attention_backend`); TE then uses flash-attn only inside its version
 window (scripts/smoke/data/te-flash-attn.json), and with nothing left it raises "No dot product
 attention support for the provided inputs!" at the first step (docs/preset-stack-review.md).
+Holds for: Megatron-LM main 5863c5b (the pinned image's) and core_v0.11.0 to core_v0.13.0, with the
+TransformerEngine releases the table lists (v1.7 to v2.18); not a Slurm premise, so every release.
 """
 from validator.rules.base import manifest_of, with_payloads
 from smoke.stack import ATTENTION_BACKENDS, flash_problem
