@@ -80,6 +80,14 @@ def is_decimal(text: str | None) -> bool:
     return bool(text) and text.isascii() and text.isdigit()
 
 
+def non_ascii_number(text: str | None) -> str | None:
+    """A message when a literal is written with digits other than ASCII 0-9 ('²⁹⁵⁰⁰', '٢٩٥٠٠'): Python's
+    int() refuses the superscripts, bash arithmetic and Slurm's parsers refuse them all. Else None."""
+    if text and not text.isascii() and any(ch.isnumeric() for ch in text):
+        return f"'{text[:12]}' is not a number: only ASCII digits 0-9 make one (int() refuses '²', bash refuses both)"
+    return None
+
+
 def as_int(text: str | None, digits: int = 18) -> int | None:
     """The number an ASCII decimal stands for, or None (also for more than `digits` digits: int()
     refuses over 4300, and no count or port in a script is that long)."""
