@@ -1,8 +1,10 @@
 """Validator time on one script of 10,000 srun lines (issue 28: rules must be linear in the input).
 
-Three shapes, each just under the 256 KiB size bound: every srun in the foreground, every srun in
-the background with a bare `wait` after each hundred, and the srun lines inside a function body
-(`compound_statement`, which launch-bare-wait walks). shellcheck is off (--no-shellcheck): this
+Four shapes, each under the 256 KiB size bound: every srun in the foreground, every srun in the
+background with a bare `wait` after each hundred, the srun lines inside a function body
+(`compound_statement`, which launch-bare-wait walks), and every srun taking its options from an
+array (`srun "${ARGS[@]}"`, which launch-kill-on-bad-exit reads through); and "mixed", 10,000 lines
+of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset near-name and an export. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -25,7 +27,11 @@ def shapes() -> dict[str, str]:
     foreground = "".join(f"srun -n1 hostname {i}\n" for i in range(LINES))
     background = "".join(f"srun -n1 hostname {i} &\n" + ("wait\n" if i % 100 == 99 else "") for i in range(LINES))
     in_function = "steps() {\n" + "".join(f"  srun -n1 true {i} &\n" for i in range(LINES)) + "  wait\n}\nsteps\n"
-    return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function}
+    array_args = "A=(-K1 -n2)\n" + "".join(f"srun \"${{A[@]}}\" t{i}\n" for i in range(LINES))
+    mixed = "TOKEN=x\n" + "".join(f"V{i}=a\nsrun bash -c 'torchrun --nnodes=2 x.py $SLURM_PROCID' &\neval \"$V{i}\"\n"
+                                   f"echo \"$T{i} $TOKEN\"\nexport N{i}=1\n" for i in range(LINES // 5))
+    return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function,
+            "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n"}
 
 
 def run_once(path: Path) -> float:

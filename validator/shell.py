@@ -138,7 +138,15 @@ class ShellScript:
         return [c for c in self.commands if c.name in names]
 
     def assigned(self, name: str) -> list[Assignment]:
-        return [a for a in self.assignments if a.name == name]
+        """Assignments of one name, from an index built once (a scan per call made rules that ask
+        for every expansion quadratic in the script's length)."""
+        index = self.__dict__.get("_by_name")
+        if index is None or index[0] != len(self.assignments):
+            by_name: dict[str, list[Assignment]] = {}
+            for a in self.assignments:
+                by_name.setdefault(a.name, []).append(a)
+            index = self.__dict__["_by_name"] = (len(self.assignments), by_name)
+        return list(index[1].get(name, ()))
 
 
 class _Columns:

@@ -80,6 +80,14 @@ def is_decimal(text: str | None) -> bool:
     return bool(text) and text.isascii() and text.isdigit()
 
 
+def non_ascii_number(text: str | None) -> str | None:
+    """A message when a literal is written with digits other than ASCII 0-9 ('²⁹⁵⁰⁰', '٢٩٥٠٠'): Python's
+    int() refuses the superscripts, bash arithmetic and Slurm's parsers refuse them all. Else None."""
+    if text and not text.isascii() and any(ch.isnumeric() for ch in text):
+        return f"'{text[:12]}' is not a number: only ASCII digits 0-9 make one (int() refuses '²', bash refuses both)"
+    return None
+
+
 def as_int(text: str | None, digits: int = 18) -> int | None:
     """The number an ASCII decimal stands for, or None (also for more than `digits` digits: int()
     refuses over 4300, and no count or port in a script is that long)."""
@@ -258,26 +266,38 @@ def image_uses(shell):
 
 def _array_or_string_words(shell, name: str) -> list[str]:
     """The literal words a variable or array holds wherever the script sets it (split on blanks)."""
+    words = []
+    for a in shell.assigned(name):
+        # a command's output (`head=$(... | head -n 1)`) holds no options written in the script
+        if "$(" not in a.raw and "`" not in a.raw:
+            words += (a.value if a.value is not None else a.raw).replace("\\\n", " ").split()
+    words += _array_words(shell).get(name, [])
+    return [w.strip("\"'") for w in words]
+
+
+def _array_words(shell) -> dict[str, list[str]]:
+    """name -> words of every NAME=(...) and NAME+=(...), from one walk of the tree per script (a walk
+    per srun made `srun "${ARGS[@]}"` quadratic in the number of steps)."""
     from validator.shell import literal
 
-    words = []
-    for a in shell.assignments:
-        # a command's output (`head=$(... | head -n 1)`) holds no options written in the script
-        if a.name == name and "$(" not in a.raw and "`" not in a.raw:
-            words += (a.value if a.value is not None else a.raw).replace("\\\n", " ").split()
+    cached = shell.__dict__.get("_array_words")
+    if cached is not None:
+        return cached
+    found: dict[str, list[str]] = {}
     stack = [shell.root] if shell.root is not None else []
-    while stack:  # NAME=(...) and NAME+=(...)
+    while stack:
         node = stack.pop()
         if node.type == "variable_assignment":
             name_node = node.child_by_field_name("name")
             value = node.child_by_field_name("value")
-            if name_node is not None and name_node.text.decode() == name and value is not None \
-                    and value.type == "array":
+            if name_node is not None and value is not None and value.type == "array":
+                words = found.setdefault(name_node.text.decode("utf-8", "replace"), [])
                 for child in value.children:
                     text = literal(child)
                     words += (text or child.text.decode("utf-8", "replace")).split()
         stack.extend(node.children)
-    return [w.strip("\"'") for w in words]
+    shell.__dict__["_array_words"] = found
+    return found
 
 
 def srun_option(shell, command, *names):

@@ -6,7 +6,7 @@ and slurm-26-05-1-1), SLURM_GPUS_ON_NODE by the GPU plugin for each step's node
 differs from the job's own per-node GPU request starts too many or too few processes. Holds for:
 22.05-26.05.
 """
-from validator.rules.base import GOOD_BATCH, as_int, bad_batch, launcher_commands, requested_gpus_per_node
+from validator.rules.base import GOOD_BATCH, as_int, bad_batch, launcher_commands, non_ascii_number, requested_gpus_per_node
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -30,6 +30,9 @@ def check(target):
             if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
         # a literal equal to the job's own per-node GPU request says the same thing twice
+        odd = non_ascii_number(word.value)
+        if odd:
+            yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
         if literal is not None and literal != requested:
             yield (target.script.display, word.line, word.col,

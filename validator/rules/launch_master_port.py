@@ -14,7 +14,7 @@ Holds for: every release (22.05-26.05).
 import re
 
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, manifest_of,
-                                  requested_gpus_per_node)
+                                  non_ascii_number, requested_gpus_per_node)
 
 ID = "launch-master-port"
 SEVERITY = "error"
@@ -86,13 +86,13 @@ def check(target):
 
 
 def _literal_port(value):
-    """A message for a literal port value, or None when it is no literal (an expansion, empty).
-    Only ASCII digits make a port: str.isdigit() also accepts '²', which int() refuses."""
+    """A message for a literal port value, or None when it is no literal (an expansion, empty) or no
+    number at all. Only ASCII digits make a port: str.isdigit() also accepts '²', which int() refuses."""
     if not value:
         return None
     if is_decimal(value):
         return _judge(value)
-    return f"'{value[:12]}' is not a port number: only ASCII digits 0-9 make one (int() refuses '²')"
+    return non_ascii_number(value)
 
 
 def _findings(script):

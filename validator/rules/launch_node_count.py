@@ -13,7 +13,8 @@ its literal elsewhere.
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, srun_option
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, non_ascii_number,
+                                  srun_option)
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -51,6 +52,8 @@ def check(target):
             yield (script.display, command.line, command.col,
                    f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts its own one-node job; "
                    "pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
+        if word is not None and non_ascii_number(word.value):
+            yield (script.display, word.line, word.col, f"--nnodes: {non_ascii_number(word.value)}")
         if word is not None and word.value is not None and is_decimal(word.value.replace(":", "")) \
                 and (target.strict or word.value.split(":")[-1] != (asked_nodes or "1").split("-")[-1]):
             yield (script.display, word.line, word.col,

@@ -3,6 +3,8 @@
 Premise: Slurm sets only the variables its man pages list (validator/data/slurm_env.txt from
 sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05); any other SLURM_ name expands empty.
 Holds for: 22.05-26.05.
+A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
+0.85 or more.
 """
 import difflib
 import re
@@ -57,9 +59,32 @@ def _tested(node) -> bool:
     return False
 
 
+def _one_edit_index(names) -> dict[str, set[str]]:
+    """Each name under itself and under every way of dropping one character: two names one edit
+    apart (a letter added, dropped, changed or two swapped) share a key. Looking a name up here
+    costs its length, not the number of names (difflib over all of them made this rule quadratic)."""
+    index: dict[str, set[str]] = {}
+    for name in names:
+        for key in _one_deletion(name):
+            index.setdefault(key, set()).add(name)
+    return index
+
+
+def _one_deletion(name: str):
+    yield name
+    for i in range(len(name)):
+        yield name[:i] + name[i + 1:]
+
+
+def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
+    candidates = sorted({found for key in _one_deletion(name) for found in index.get(key, ())})
+    return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
+
+
 def check(target):
     shell = target.script.shell
     set_here = _set_names(shell)
+    index = _one_edit_index(set_here)
     known = slurm_variables()
     reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself
     for expansion in shell.expansions:
@@ -78,11 +103,11 @@ def check(target):
             yield (target.script.display, expansion.line, expansion.col,
                    f"${name}: Slurm sets no such variable and the script does not either{hint}")
             continue
-        close = difflib.get_close_matches(name, sorted(set_here), n=1, cutoff=0.85)
+        close = _near_miss(name, index)
+        reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
-            reported.add(name)
-            where = next(a.line for a in shell.assignments if a.name == close[0]) \
-                if any(a.name == close[0] for a in shell.assignments) else None
+            assigned = shell.assigned(close[0])
+            where = assigned[0].line if assigned else None
             at = f" (set on line {where})" if where else ""
             yield (target.script.display, expansion.line, expansion.col,
                    f"${name} is set nowhere in the script; did you mean {close[0]}{at}? It expands to nothing")
