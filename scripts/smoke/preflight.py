@@ -44,7 +44,7 @@ def check_gpus(expected_model: str, functional: bool):
     wrong = [r[0] for r in rows if expected_model.lower() not in r[0].lower()]
     if wrong:
         return False, f"GPU model {wrong[0]}, preset expects {expected_model}"
-    bad = [r for r in rows if len(r) > 1 and r[1].strip().isdigit() and int(r[1]) > 0]
+    bad = [r for r in rows if len(r) > 1 and r[1].strip().isascii() and r[1].strip().isdigit() and int(r[1]) > 0]
     if bad:
         return False, f"{len(bad)} GPU(s) report uncorrected ECC errors"
     return True, f"{len(rows)} x {rows[0][0] if rows else '?'}"
@@ -94,7 +94,7 @@ def ib_ports(root: str) -> list[dict]:
             rate = read("rate", "0").split()[0]  # "400 Gb/sec (4X NDR)"
             ports.append({"device": dev, "port": port, "active": "ACTIVE" in read("state"),
                           "link_layer": read("link_layer", "InfiniBand"),
-                          "gbps": float(rate) if rate.replace(".", "", 1).isdigit() else 0.0})
+                          "gbps": float(rate) if rate.isascii() and rate.replace(".", "", 1).isdigit() else 0.0})
     return ports
 
 

@@ -415,7 +415,7 @@ def _root_cause(log_lines: list[str], start: int) -> dict | None:
     if not all(k in found for k in ("host", "rank", "exitcode")):
         return None
     code, rest = found["exitcode"]
-    if not re.fullmatch(r"-?\d{1,4}", code) or not found["rank"][0].isdigit():
+    if not re.fullmatch(r"-?[0-9]{1,4}", code) or not re.fullmatch(r"[0-9]{1,9}", found["rank"][0]):
         return None
     signal = _SIGNAL.match(rest)
     name = signal.group(1) if signal else None
