@@ -53,5 +53,5 @@ def test_shipped_schema_is_a_valid_draft_2020_12_schema():
 
     import jsonschema
 
-    from validator.rules.manifest_schema import SCHEMA_PATH
+    from validator.schema_check import SCHEMA_PATH
     jsonschema.Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text()))

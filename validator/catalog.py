@@ -108,7 +108,7 @@ def checked_manifest(folder: Path, root: Path | None = None) -> dict:
     """A manifest that also passes the schema: what tables and recommendations index into."""
     from types import SimpleNamespace
 
-    from validator.rules.manifest_schema import schema_problems
+    from validator.schema_check import schema_problems
 
     path, doc = _manifest_document(folder, root)
     first = next(iter(schema_problems(SimpleNamespace(document=doc))), None)

@@ -187,7 +187,8 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
         for source, breaks in _texts(target):
-            problems = problems + parse_suppressions(source.text, source.display, breaks).problems
+            target.suppressions[source.display] = parse_suppressions(source.text, source.display, breaks)
+            problems = problems + target.suppressions[source.display].problems
         target.load_problems = list(problems)
         targets.append(target)
 
@@ -227,15 +228,13 @@ def check_selectors(options: Options) -> None:
                                  "shellcheck codes are SC1000-SC3999)")
 
 
-# Findings that no suppression, --select or --ignore may hide: a file that could not be read or
-# parsed (nothing else about it was checked), a manifest that failed the schema (the rules that
-# need it did not run), and the suppression checks themselves.
-UNSILENCEABLE = ("yaml-syntax", "yaml-duplicate-key", "yaml-alias", "yaml-tag", "yaml-key", "manifest-schema",
-                 "suppression-reason", "suppression-unknown-rule", "input-too-complex")
-
-
 def silenceable(finding: Finding) -> bool:
-    return not (finding.unusable or finding.rule.startswith("input-") or finding.rule in UNSILENCEABLE)
+    """Whether a suppression, --select or --ignore may hide a finding: not what made its file unusable,
+    nor a rule that says so of itself (SILENCEABLE = False: unreadable input, the schema, suppressions)."""
+    from validator import rules as registry
+
+    rule = registry.BY_ID.get(finding.rule)
+    return not (finding.unusable or finding.rule.startswith("input-") or (rule is not None and not rule.silenceable))
 
 
 def _template(script) -> bool:
@@ -288,9 +287,8 @@ def _filter(findings: list[Finding], targets: list[Target], options: Options) ->
 
     suppressions = {}
     for target in targets:
-        for source, breaks in _texts(target):
-            parsed = parse_suppressions(source.text, source.display, breaks)
-            suppressions[source.display] = (parsed.by_line, parsed.whole_file)
+        for display, parsed in target.suppressions.items():
+            suppressions[display] = (parsed.by_line, parsed.whole_file)
     kept = []
     for finding in sorted(set(findings), key=lambda f: (f.path, f.line, f.col, f.severity, f.rule, f.message)):
         if not silenceable(finding):

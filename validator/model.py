@@ -71,7 +71,7 @@ class Preset:
     @cached_property
     def schema_problems(self) -> list:
         """(line, col, message) for each way the manifest fails the JSON Schema."""
-        from validator.rules.manifest_schema import schema_problems
+        from validator.schema_check import schema_problems
 
         return list(schema_problems(self))
 
@@ -88,6 +88,8 @@ class Target:
     repo_root: Path = field(default_factory=Path.cwd)
     release: str = "22.05"
     strict: bool = True  # the strict profile (presets): every rule; else defects and real risks only
+    # each file's suppression comments, parsed once when the target is loaded (display -> Suppressions)
+    suppressions: dict = field(default_factory=dict)
 
 
 def manifest_release(manifest) -> str | None:

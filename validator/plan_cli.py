@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from validator.engine import find_root
 from validator.output import escape
 from validator.planner import as_dict, estimate_memory, plan_for
-from validator.rules.manifest_schema import schema_problems
+from validator.schema_check import schema_problems
 from validator.source import read_source
 from validator.yamlload import load_yaml
 

@@ -30,7 +30,8 @@ class RuleModule(Protocol):
     DESCRIPTION: str  # one sentence, shown by `python -m validator rules`
     GOOD: dict[str, Any]
     BAD: dict[str, Any]
-    # optional: PROFILE = "strict" for our presets' bar (default "default")
+    # optional: PROFILE = "strict" for our presets' bar (default "default"); SILENCEABLE = False for
+    # findings no suppression, --select or --ignore may hide (unreadable input, the schema, suppressions)
 
     def check(self, target: Any) -> Iterable[Union[Report, Finding]]: ...
 
@@ -98,6 +99,7 @@ class Rule:
     scope: str
     module: ModuleType
     profile: str = "default"
+    silenceable: bool = True
 
     def check(self, target) -> Iterable[Union[Report, Finding]]:
         return self.module.check(target)
@@ -135,7 +137,10 @@ def _load() -> list[Rule]:
         if wrong or module.SEVERITY not in SEVERITIES or module.SCOPE not in SCOPES or profile not in PROFILES:
             raise TypeError(f"validator/rules/{name}.py breaks the rule contract (RuleModule): "
                             f"{', '.join(wrong) or 'SEVERITY, SCOPE or PROFILE out of range'}")
-        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module, profile))
+        silenceable = getattr(module, "SILENCEABLE", True)
+        if not isinstance(silenceable, bool):
+            raise TypeError(f"validator/rules/{name}.py breaks the rule contract (RuleModule): SILENCEABLE must be a bool")
+        rules.append(Rule(module.ID, module.SEVERITY, module.DESCRIPTION, module.SCOPE, module, profile, silenceable))
     return rules
 
 

@@ -11,5 +11,7 @@ SCOPE = "any"
 DESCRIPTION = "'# validator: disable=RULE' must name rule ids that exist (or shellcheck codes), without wildcards."
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable=security-eval -- demo only\necho ok\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n# validator: disable-file=* -- everything\necho ok\n"}
+# Findings no suppression, --select or --ignore hides (what could not be read, or the suppressions themselves).
+SILENCEABLE = False
 
 check = loader_check(ID)

@@ -3,9 +3,11 @@
 Premise: job name, node range and hardware in the script must be the manifest's. Holds for: every
 Slurm release (no Slurm behaviour involved). Applies to presets only (needs a manifest): the
 presets' own consistency, strict by construction.
-range, and the SMOKE_ARCH / SMOKE_GPU_MODEL / SMOKE_IB_PORTS that preflight checks the nodes against.
+range, and the hardware facts preflight checks the nodes against: SMOKE_ARCH, SMOKE_GPU_MODEL,
+SMOKE_IB_PORTS, SMOKE_NIC_GBPS (the rate the ports must reach) and SMOKE_LINK_LAYER (RoCE's Ethernet).
 A copy of a preset whose script still names the original is judged against the wrong expectations.
 """
+from smoke.vocab import LINK_LAYER
 from validator.rules.base import manifest_of
 
 ID = "xcheck-identity"
@@ -13,7 +15,8 @@ SEVERITY = "error"
 SCOPE = "preset"
 DESCRIPTION = ("The script's identity matches the manifest: --job-name=smoke-NAME, `smoke_init NAME MIN MAX [\"$@\"]` "
                "(name, nodes.min, nodes.max), SMOKE_ARCH (topology.arch), SMOKE_GPU_MODEL (topology.gpu.model, "
-               "empty for 'any ...'), SMOKE_IB_PORTS (topology.network.ib_ports_per_node).")
+               "empty for 'any ...'), SMOKE_IB_PORTS (topology.network.ib_ports_per_node), SMOKE_NIC_GBPS "
+               "(topology.network.nic_gbps) and SMOKE_LINK_LAYER (the fabric's link layer) where the ports need them.")
 _INIT = "set -euo pipefail\n"
 _IDENTITY = 'smoke_init example 1 64\nexport SMOKE_ARCH=x86_64 SMOKE_GPU_MODEL="" SMOKE_IB_PORTS=0\n'
 GOOD = {"train.sbatch": ("replace", _INIT, _INIT + _IDENTITY)}
@@ -24,7 +27,20 @@ _HARDWARE = {
     "SMOKE_ARCH": ("topology.arch", lambda m: m["topology"]["arch"]),
     "SMOKE_GPU_MODEL": ("topology.gpu.model", lambda m: gpu_model_filter(m["topology"]["gpu"]["model"])),
     "SMOKE_IB_PORTS": ("topology.network.ib_ports_per_node", lambda m: m["topology"]["network"]["ib_ports_per_node"]),
+    "SMOKE_NIC_GBPS": ("topology.network.nic_gbps", lambda m: m["topology"]["network"]["nic_gbps"]),
+    "SMOKE_LINK_LAYER": ("topology.network.fabric's link layer", lambda m: LINK_LAYER[m["topology"]["network"]["fabric"]]),
 }
+
+
+def _needed(variable: str, manifest: dict) -> bool:
+    """Whether the script must set it: preflight's rate and link-layer checks run only on RDMA ports,
+    and its link layer defaults to InfiniBand (smoke.preflight), so only RoCE must say Ethernet."""
+    network = manifest.get("topology", {}).get("network", {}) if isinstance(manifest.get("topology"), dict) else {}
+    if variable == "SMOKE_NIC_GBPS":
+        return bool(network.get("ib_ports_per_node"))
+    if variable == "SMOKE_LINK_LAYER":
+        return network.get("fabric") == "roce"
+    return True
 
 
 def gpu_model_filter(model: str) -> str:
@@ -70,7 +86,7 @@ def check(target):
                        f"smoke_init {field} is '{arg.raw}' but preset.yaml says '{value}'")
     for variable, (field, getter) in _HARDWARE.items():
         assignments = shell.assigned(variable)
-        if inits and not assignments:
+        if inits and not assignments and _needed(variable, manifest):
             yield (display, inits[0].line, inits[0].col,
                    f"{variable} is not set: preflight would not check {field} ('{_expected(manifest, getter)}')")
         value = _expected(manifest, getter)
