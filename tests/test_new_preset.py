@@ -44,10 +44,10 @@ def test_new_preset_is_found_everywhere(repo, tmp_path_factory):
     assert "name: h200-ib-8port\n" in texts["preset.yaml"] and "job-name: smoke-h200-ib-8port\n" in texts["preset.yaml"]
     assert "#SBATCH --job-name=smoke-h200-ib-8port" in texts["train.sbatch"]
     assert "smoke_init h200-ib-8port 1 256" in texts["train.sbatch"]
-    assert "SMOKE_GPU_MODEL=H100" in texts["train.sbatch"]  # hardware is the author's edit, not a rename
+    assert "SMOKE_GPU_MODEL=${SMOKE_GPU_MODEL:-H100}" in texts["train.sbatch"]  # hardware is the author's edit, not a rename
     # The author's edit: another GPU model, in the manifest and in what preflight checks.
     for name, old, want in (("preset.yaml", "model: H100", "model: H200"),
-                            ("train.sbatch", "SMOKE_GPU_MODEL=H100", "SMOKE_GPU_MODEL=H200")):
+                            ("train.sbatch", "SMOKE_GPU_MODEL:-H100}", "SMOKE_GPU_MODEL:-H200}")):
         (new / name).write_text(texts[name].replace(old, want, 1))
     checked = run(repo, "presets/h200-ib-8port")
     assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout + checked.stderr
