@@ -37,6 +37,7 @@ CASES = [  # preset, file, old, new, rule, text on the reported line
     ("gh200", S, "export NCCL_NET=${NCCL_NET:-IB}", "export NCCL_NET=IB", "launch-setting-shadowed", "NCCL_NET=IB"),
     ("h100-ib-8port", S, "MEGATRON_ATTENTION:-fused}", "MEGATRON_ATTENTION:-flash}", "xcheck-attention-backend", "MEGATRON_ATTENTION"),
     ("roce", S, "#SBATCH --gpus-per-node=8", "#SBATCH --gpus-per-task=8", "sbatch-gpus-select-plugin", "--gpus-per-task=8"),
+    ("gh200", M, 'nccl_min: "2.25"', 'nccl_min: "2.26"', "xcheck-stack", "nccl: 2.25.1"),
 ]
 
 

@@ -76,6 +76,7 @@ RULE_MODULES = [
     "xcheck_readme",
     "xcheck_identity",
     "xcheck_attention_backend",
+    "xcheck_stack",
     "policy_collnet_nvls",
     "policy_sharp",
     "policy_fabric",
