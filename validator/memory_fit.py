@@ -164,12 +164,6 @@ def manifest_for(row: dict, gpu_gib: float) -> dict:
             "parallelism": {"tensor": 1, "pipeline": 1}}
 
 
-def _measured_as(attention: str) -> str:
-    """The calibration's attention for a manifest's: its 'flash' stand-in (torch's flash kernel) also
-    stands for TE's fused cuDNN kernel, since neither keeps the s x s scores (the planner's one split)."""
-    return "flash" if attention == "fused" else attention
-
-
 def preset_rows(root) -> list[dict]:
     """The calibration configuration of each preset's own model (presets/*/preset.yaml), the inverse
     of manifest_for: TP = PP = DP = 1, the vocabulary as pretrain_gpt.py builds it (NullTokenizer's
@@ -182,7 +176,7 @@ def preset_rows(root) -> list[dict]:
         m = manifest["model"]
         rows.append({"name": f"preset-{name}", "layers": m["num_layers"], "hidden": m["hidden_size"],
                      "ffn": m["ffn_hidden_size"], "heads": m["num_attention_heads"], "groups": m["num_query_groups"],
-                     "seq": m["seq_length"], "micro": m["micro_batch_size"], "attention": _measured_as(m["attention"]),
+                     "seq": m["seq_length"], "micro": m["micro_batch_size"], "attention": m["attention"],
                      "optimizer": m.get("optimizer", "fused"), "recompute": m["recompute"],
                      "vocab": padded_vocab(m["vocab_size"], 1)})
     return rows

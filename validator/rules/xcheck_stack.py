@@ -5,7 +5,7 @@ that holds Megatron 0.12.0rc0 and NCCL 2.25.1, and nothing noticed.
 """
 import re
 
-from validator.stack import version_key
+from smoke.stack import version_key
 
 ID = "xcheck-stack"
 SEVERITY = "error"
