@@ -269,3 +269,35 @@ def test_failed_node_ends_the_job_fast_and_still_leaves_a_verdict(cluster):
         up = subprocess.run([str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "3"],
                             capture_output=True, text=True, timeout=120)
         assert up.returncode == 0, up.stdout + up.stderr
+
+
+SENTINELS = {  # one setting of every KEY=VALUE family, each against the preset's own default where it has one
+    "SMOKE_GPU_MODEL": "SENTINEL-GPU", "MEGATRON_NUM_LAYERS": "3", "NCCL_SOCKET_NTHREADS": "2",
+    "UCX_TLS": "sentinel-ucx", "SHARP_SENTINEL": "1", "TORCH_SENTINEL": "1", "PET_SENTINEL": "1",
+    "PYXIS_SENTINEL": "1", "WANDB_SENTINEL": "1"}
+
+
+def test_every_setting_passed_after_the_script_overrides_the_presets_default(cluster, tmp_path):
+    """Issue 25, finding 7: a preset's unconditional export replaced the user's KEY=VALUE. Each family
+    gets a sentinel on the command line; what the first stage's process sees on every node is
+    recorded by a wrapper around its Python (a test double that only writes the environment down)."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    wrapper = tmp_path / "python"
+    names = " ".join(SENTINELS)
+    wrapper.write_text(f'#!/bin/bash\nfor n in {names}; do echo "$n=${{!n-unset}}"; done > {seen}/$(hostname)\n'
+                       f'exec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    proc = subprocess.run(["sbatch", "--parsable", "--nodes", "2", f"--gpus-per-node={CI_WIDTH}",
+                           f"--export=NONE,SMOKE_MODE=functional,SMOKE_PYTHON={wrapper},SMOKE_STOP_AFTER=preflight",
+                           "presets/ethernet-only/train.sbatch", *(f"{k}={v}" for k, v in SENTINELS.items())],
+                          cwd=ROOT, capture_output=True, text=True, env=cluster, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    job = proc.stdout.strip().split(";")[0]
+    state, _, _ = wait(cluster, job)
+    assert state == "COMPLETED", job_log("ethernet-only", job)[-3000:]
+    files = sorted(seen.iterdir())
+    assert len(files) == 2, files
+    for path in files:
+        got = dict(line.split("=", 1) for line in path.read_text().splitlines())
+        assert got == SENTINELS, (path.name, got)

@@ -364,6 +364,8 @@ class Evidence:
     job_memory_limit: bool = False
     step_memory_warning: bool = False
     srun_task: tuple | None = None  # (node, "task N", how)
+    first_exit: tuple | None = None  # the first task srun saw exit non-zero: (node, "task N", how)
+    step_terminated: bool = False  # srun ended the step's other tasks (--kill-on-bad-exit)
     stepd_node: str | None = None
     cuda_oom: tuple | None = None  # (size, device, rank)
     watchdog: tuple | None = None  # (rank, seq, op, timeout ms, ran ms)
@@ -482,10 +484,14 @@ def _read_slurm(line: str, ev: Evidence) -> None:
         ev.job_memory_limit = True
     if "Exceeded step memory limit at some point" in line:
         ev.step_memory_warning = True
+    if line.startswith("srun: launch/slurm: _step_signal: Terminating StepId="):
+        ev.step_terminated = True
     if line.startswith("srun: error: "):
         match = _SRUN_TASK.match(line, len("srun: error: "))
         if match:
             how = match.group(3)
+            if how.startswith("Exited") and ev.first_exit is None:
+                ev.first_exit = (match.group(1), match.group(2), how)
             rank = _TASK_END["Exited" if how.startswith("Exited") else how]
             old = ev.srun_task
             if old is None or rank > _TASK_END["Exited" if old[2].startswith("Exited") else old[2]]:
@@ -736,10 +742,8 @@ def _slurm_cause(ev: Evidence) -> Cause | None:
         return None
     job, node, when, why = ev.cancelled
     if "." in job and not why:  # a step, not the job: srun's --kill-on-bad-exit ends a step this way
-        if ev.srun_task and ev.srun_task[2].startswith("Exited"):
-            first, tasks, how = ev.srun_task
-            return Cause("srun-task", f"srun {tasks} on {first} {how.lower()} first, and srun then ended the step's "
-                         "other tasks (--kill-on-bad-exit): that task's own error is in the lines above", first, None, 32)
+        if ev.first_exit:
+            return _first_exit_cause(ev)
         return Cause("slurm-cancelled", f"step {job} was cancelled at {when}{_where(node, None)}: by srun after a task "
                      "failed, by scancel or by an administrator; the lines before say which", node, None, 20)
     kind, text = _CANCEL_REASONS.get((why or "").strip(), ("slurm-cancelled", "job {job} was cancelled at {when}"
@@ -885,8 +889,17 @@ def _torchrun_cause(ev: Evidence) -> Cause | None:
     return None
 
 
+def _first_exit_cause(ev: Evidence) -> Cause:
+    first, tasks, how = ev.first_exit
+    return Cause("srun-task", f"srun {tasks} on {first} {how.lower()} first, and srun then ended the step's other "
+                 "tasks (--kill-on-bad-exit): that task's own error is in the lines above", first, None, 32)
+
+
 def _srun_cause(ev: Evidence) -> Cause | None:
-    """A task srun saw die by a signal or out of memory (an exit code alone says nothing of why)."""
+    """A task srun saw die by a signal or out of memory (an exit code alone says nothing of why), or
+    the first task to exit non-zero when srun then ended the others."""
+    if ev.first_exit and ev.step_terminated:
+        return _first_exit_cause(ev)
     if not ev.srun_task or ev.srun_task[2].startswith("Exited"):
         return None
     node, tasks, how = ev.srun_task
