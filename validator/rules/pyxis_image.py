@@ -1,17 +1,18 @@
 """pyxis images: 'registry#path:tag' (not 'registry/path', which goes to Docker Hub), a pinned tag (not latest), local .sqsh paths starting with / or .
 
-Premise (pyxis and enroot, not Slurm): enroot reads 'registry#path' and sends 'registry/path' to
-Docker Hub; an unpinned tag changes under the job; a relative .sqsh path is read from the step's
-folder. Holds for: every Slurm release; the pyxis versions named in the module.
+Premise (pyxis and enroot, not Slurm): a .sqsh path that does not start with / or . is taken for a
+registry image and sent to Docker Hub (pyxis#67), in every release; enroot before 4.0 reads only
+'registry#path' and sends 'registry/path' to Docker Hub; an unpinned tag changes under the job, a
+policy for our presets (strict profile), not a defect in somebody else's script. Holds for: every Slurm release; the pyxis versions named in the module.
 """
 from validator.rules.base import image_uses
 ID = "pyxis-image"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = ("pyxis images: a pinned tag (not latest), local .sqsh paths starting with / or .; strict profile: "
-               "'registry#path:tag', the only form enroot before 4.0 reads")
+DESCRIPTION = ("pyxis images: local .sqsh paths starting with / or .; strict profile: a pinned tag (not latest) "
+               "and 'registry#path:tag', the only form enroot before 4.0 reads")
 GOOD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=ghcr.io#org/img:1.2 true\n"}
-BAD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=ghcr.io/org/img:latest true\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n# validator: spank=pyxis\n#SBATCH --time=00:10:00\nset -euo pipefail\nsrun --kill-on-bad-exit=1 --container-image=images/app.sqsh true\n"}
 
 
 # enroot 4.0.0 (NVIDIA/enroot f29a45c, src/docker.sh docker::_parse_uri) also reads Docker's
@@ -32,7 +33,7 @@ def problems(value, strict=True):
             yield (f"'{value}' uses '/' after the registry: enroot before {SLASH_FORM_OK_SINCE} asks Docker Hub for it; "
                    f"write '{first}#{value[len(first) + 1:]}'")
     tail = value.split("#")[-1].split("/")[-1]
-    if "@sha256:" in tail:
+    if "@sha256:" in tail or not strict:  # an unpinned tag runs what its author named: pinning is a policy
         return
     if ":" not in tail:
         yield f"'{value}' has no tag; pin a tag or digest"

@@ -1,7 +1,10 @@
 """The manifest's own claims about its software must agree with the image stack it states.
 
-Issue 25, finding 3: the presets claimed Megatron core_v0.13.0 and (gh200) NCCL >= 2.26 for an image
-that holds Megatron 0.12.0rc0 and NCCL 2.25.1, and nothing noticed.
+Premise: the in-job software check (smoke.software) holds the image to the manifest's nccl_min and
+stack.megatron, and megatron-node's flags to software.megatron's flag list; a manifest whose stack
+contradicts its own claims fails every run at start. Issue 25, finding 3: the presets claimed
+Megatron core_v0.13.0 and (gh200) NCCL >= 2.26 for an image that holds Megatron 0.12.0rc0 and
+NCCL 2.25.1, and nothing noticed. Holds for: every Slurm release (no Slurm behaviour involved).
 """
 import re
 
