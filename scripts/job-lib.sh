@@ -11,7 +11,8 @@
 SMOKE_SETTING_NAMES='^(SMOKE|MEGATRON|NCCL|UCX|SHARP|TORCH|PET|PYXIS|WANDB)_[A-Z0-9_]*$'
 # Settings that are whole numbers (seconds, counts): checked once, digits only, never evaluated.
 SMOKE_COUNT_SETTINGS=(SMOKE_STEP_GRACE SMOKE_RDZV_TIMEOUT SMOKE_COLLECTIVE_TIMEOUT SMOKE_FUNCTIONAL_STEPS
-    SMOKE_PARTIAL_STALE_MIN SMOKE_IMAGE_CACHE_MIN_GIB SMOKE_IB_PORTS SMOKE_NIC_GBPS)
+    SMOKE_PARTIAL_STALE_MIN SMOKE_IMAGE_CACHE_MIN_GIB SMOKE_IB_PORTS SMOKE_NIC_GBPS SMOKE_HANG_AFTER
+    SMOKE_HANG_FIRST SMOKE_HANG_EVIDENCE SMOKE_FUNCTIONAL_STEP_MS)
 
 # smoke_settings KEY=VALUE...: settings given as arguments after the script
 # (sbatch --nodes 2 presets/NAME/train.sbatch MEGATRON_TRAIN_ITERS=50). Then, when Slurm rebuilt
@@ -251,11 +252,27 @@ smoke_stage() {
         return 0
     fi
     echo "smoke: stage $name"
+    # The hang watchdog (smoke.watchdog) for stages that run ranks: a monitor here, an agent per node
+    # and the rank side, all told where by SMOKE_WATCH_DIR. It ends the stage when progress stops for
+    # SMOKE_HANG_AFTER seconds and writes hang.json; SMOKE_WATCHDOG=0 turns it off.
+    local watch_dir="" monitor=""
+    if [[ ${SMOKE_WATCHDOG:-1} != 0 && " ${SMOKE_WATCH_STAGES:-probe megatron} " == *" $name "* ]]; then
+        watch_dir=$SMOKE_OUT/watch/$name
+        mkdir -p "$watch_dir"
+        "$SMOKE_HOST_PYTHON" -m smoke.watchdog.monitor --run-dir "$SMOKE_OUT" --stage "$name" \
+            --mode "$SMOKE_MODE" --shell-pid $$ >> "$SMOKE_OUT/$name.log" 2>&1 &
+        monitor=$!
+    fi
     # shellcheck disable=SC2312  # pipefail: the pipeline's status is srun's (tee's only when tee fails)
+    SMOKE_STAGE=$name SMOKE_WATCH_DIR=$watch_dir \
     srun --kill-on-bad-exit=1 --wait="${SMOKE_STEP_GRACE:-30}" --ntasks-per-node=1 \
         --cpus-per-task="${SLURM_CPUS_PER_TASK:-$SMOKE_CPUS_PER_NODE}" --label \
         "${SMOKE_SRUN_ARGS[@]}" "${SMOKE_CONTAINER_ARGS[@]}" "${SMOKE_STEP_PREFIX[@]}" "$@" 2>&1 \
         | tee -a "$SMOKE_OUT/$name.log" || status=$?
+    if [[ -n $monitor ]]; then
+        kill -TERM "$monitor" 2>/dev/null || true
+        wait "$monitor" 2>/dev/null || true
+    fi
     echo "$name $status" >> "$SMOKE_OUT/stages.txt"
     printf -v "SMOKE_STATUS_${name//[^A-Za-z0-9_]/_}" '%s' "$status"
     if [[ -n ${SMOKE_SIGNALLED:-} ]]; then

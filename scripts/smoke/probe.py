@@ -24,12 +24,14 @@ from smoke.dist_exit import finish
 from smoke.localize.inprobe import in_probe
 from smoke.slurm import node_name
 from smoke.vocab import MIB, PROBE_CPU_SIZES, PROBE_GPU_SIZES
+from smoke.watchdog.beat import beat
 
 
 def timed_allreduce(tensor: torch.Tensor, iters: int, warmup: int, cuda: bool) -> float:
     """Seconds per all-reduce on this rank (mean over iters, after warmup)."""
     for _ in range(warmup):
         dist.all_reduce(tensor)
+        beat()
     if cuda:
         torch.cuda.synchronize()
     dist.barrier()
@@ -44,6 +46,7 @@ def timed_allreduce(tensor: torch.Tensor, iters: int, warmup: int, cuda: bool) -
     begin = time.perf_counter()
     for _ in range(iters):
         dist.all_reduce(tensor)
+        beat()
     return (time.perf_counter() - begin) / iters
 
 
@@ -128,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         tensor = torch.ones(count, dtype=dtype, device="cuda" if cuda else "cpu")
         iters = args.iters if size <= 256 * MIB else max(5, args.iters // 4)
         seconds = max(gather(timed_allreduce(tensor, iters, args.warmup, cuda), cuda))
+        beat()  # on GPUs the timed loop only enqueues: a size finished is the progress to report
         algbw = size / seconds / 1e9
         busbw = algbw * 2 * (world - 1) / world
         sweep.append({"bytes": size, "time_us": round(seconds * 1e6, 1), "algbw_gbs": round(algbw, 2),

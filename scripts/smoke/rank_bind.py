@@ -143,7 +143,9 @@ def main(argv: list[str]) -> int:
         os.sched_setaffinity(0, cpus)
     if local_rank == 0 or cpus is not None:
         print(f"rank-bind: local rank {local_rank}: {line}", file=sys.stderr, flush=True)
-    os.execv(sys.executable, [sys.executable, "-u"] + argv)  # as torchrun itself starts a rank
+    # as torchrun itself starts a rank; through the watchdog's rank side when the stage is watched
+    watched = os.environ.get("SMOKE_WATCH_DIR") and os.environ.get("SMOKE_WATCHDOG", "1") != "0"
+    os.execv(sys.executable, [sys.executable, "-u"] + (["-m", "smoke.watchdog.inrank"] if watched else []) + argv)
     return 3  # not reached
 
 

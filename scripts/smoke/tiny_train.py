@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from smoke.dist_exit import finish
+from smoke.watchdog.beat import beat
 
 
 class MockTokenizer:
@@ -49,12 +50,29 @@ def megatron_tokens(rank: int, samples: int, seq: int = 64) -> torch.Tensor:
     return torch.stack([torch.as_tensor(train[i]["tokens"][:16]) for i in range(samples)]).float()
 
 
+def install_test_faults() -> None:
+    """TEST DOUBLE (SMOKE_TEST_FAULTS=1, the hang matrix only): SIGUSR2 makes this rank spin in its
+    own code, outside any collective, until it is killed: a rank stuck in a data loader or a loop of
+    its own, which the watchdog must tell from the peers that wait for it."""
+    import signal
+
+    def spin(*_):
+        while True:
+            sum(range(1000))
+    signal.signal(signal.SIGUSR2, spin)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", required=True)
     parser.add_argument("--megatron-data", action="store_true", help="train on Megatron's mock GPT dataset")
     args = parser.parse_args()
+    # A step's least duration in ms (SMOKE_FUNCTIONAL_STEP_MS): the loop stands in for a model whose
+    # steps take time, so that a fault can land during training (the hang matrix); 0 by default.
+    pace = int(os.environ.get("SMOKE_FUNCTIONAL_STEP_MS", "0") or 0) / 1000
+    if os.environ.get("SMOKE_TEST_FAULTS") == "1":
+        install_test_faults()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # every rank starts from the same weights, as DDP would broadcast
@@ -83,6 +101,9 @@ def main() -> int:
         dist.all_reduce(mean_loss)
         mean_loss = mean_loss.item() / world
         losses.append(mean_loss)
+        beat(step)
+        if pace:
+            time.sleep(max(0.0, pace - (time.perf_counter() - start)))
         if rank == 0:
             ms = (time.perf_counter() - start) * 1000
             print(f" [functional] iteration {step:8d}/{args.steps:8d} | elapsed time per iteration (ms): {ms:.1f} "

@@ -30,7 +30,13 @@ TABLE = {layer.name: layer for layer in (
     Layer("config", "a setting or device the node differs in (GPU count, NCCL's transport)",
           "per-node step's GPU count against Slurm's; NCCL's transport per node in the probe's log",
           "compare the node's GRES, driver, HCA state and container devices with a healthy node's"),
-    Layer("unresponsive", "no usable result within the step's time limit (hung, dead or garbled)",
-          "per-node step: no report, or an unusable one, from the node",
+    Layer("rank", "one rank outside the collective its peers wait in: stuck or spinning in its own code "
+                  "(a data loader, a file system call, a loop), so the job stalls",
+          "the hang watchdog: the rank's stack (faulthandler) or NCCL's flight recorder against its peers'",
+          "read its stack in hang.json; rerun once: the same node again means the node (file system, memory, "
+          "CPU), another node means the program"),
+    Layer("unresponsive", "no usable result within the step's time limit (hung, dead or garbled), or a rank "
+                          "stopped or gone while its peers wait",
+          "per-node step: no report, or an unusable one, from the node; the hang watchdog: process states",
           "log in or check slurmd's log on the node; drain it until it answers"),
 )}

@@ -14,6 +14,7 @@ from smoke import manifest, runfolder, slurm, vocab
 from smoke.runfolder import Unreadable, finite
 from smoke.verdict.logs import (IB_FAMILY, Iteration, TrainingLog, failure_cause, network_channels, nccl_fallback,
                                 nccl_networks, parse_training_log)
+from smoke.verdict import hang
 from smoke.verdict.rows import FAIL, PASS, WARN, Row
 from smoke.verdict.suspects import localization_rows
 
@@ -366,6 +367,7 @@ def collect(run_dir: str, mode: str, manifest_: dict | None, manifest_problem: s
     if seen.get("probe") == "0":
         section(rows, "probe", probe, run_dir, manifest_, mode)
     section(rows, "localize", localization_rows, run_dir, seen)
+    section(rows, "hang", hang.rows, run_dir)
     try:
         stopped = runfolder.read_text(run_dir, runfolder.STOPPED_AFTER, limit=4096)
     except Unreadable:

@@ -1,7 +1,7 @@
 """The one producer of suspects: the nodes exclude.txt and drain.sh name.
 
-Two sources feed it: localization's localize.json (smoke.localize) and NCCL's transport per node in
-the probe's log (a node on sockets while its peers ran over IB). Both are read from the run folder,
+Three sources feed it: localization's localize.json (smoke.localize), the hang watchdog's hang.json
+(smoke.watchdog) and NCCL's transport per node in the probe's log (a node on sockets while its peers ran over IB). Both are read from the run folder,
 which code inside the image can write, so every suspect is checked before it is used:
 - a Slurm node name of this job's allocation (the batch shell's SLURM_JOB_NODELIST, never a file of
   the run folder): `ALL`, a NodeSet or another job's node is never named;
@@ -17,6 +17,7 @@ import shlex
 from smoke import manifest, runfolder, slurm, vocab
 from smoke.localize.layers import TABLE as LAYER_TABLE
 from smoke.runfolder import Unreadable, finite
+from smoke.verdict import hang
 from smoke.verdict.logs import nccl_fallback
 from smoke.verdict.rows import FAIL, PASS, WARN, Row, clip
 
@@ -151,7 +152,7 @@ def gather(run_dir: str, manifest_: dict, mode: str, allocation: list[str] | Non
     rows: list[Row] = []
     found: dict[str, dict] = {}
     refused: list[str] = []
-    candidates = list(localization_suspects(run_dir))
+    candidates = list(localization_suspects(run_dir)) + hang.suspects(run_dir)
     try:
         candidates += transport_suspects(run_dir, manifest_, mode)
     except Exception as exc:  # noqa: BLE001 - the verdict is still written
