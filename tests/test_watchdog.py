@@ -1,0 +1,221 @@
+"""The hang watchdog (issue 26, smoke.watchdog): the judge on the evidence of each fault, the stack
+reader on real faulthandler dumps, real processes (a gloo job of two ranks on this machine, each
+with its agent, and the monitor) stopped or spinning, and the verdict on hang.json, hostile ones
+included. The Slurm runs are tests/test_e2e_slurm.py's and bench/hang_matrix.py's."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from smoke.watchdog.judge import judge
+from smoke.watchdog.stacks import parse_dump
+
+NODES = ["node1", "node2", "node3", "node4"]
+IN_ALLREDUCE = {"where": "collective", "op": "all_reduce", "top": ["all_reduce (distributed/distributed_c10d.py:1)"]}
+SPINNING = {"where": "outside", "op": None, "top": ["load (data/loader.py:7)"]}
+
+
+def evidence(ranks_per_node=2, states=None, stacks=None, reach=None, silent=()):
+    """Evidence of a 4-node job: every rank sleeping in all_reduce and every node reaching every other,
+    with what a case changes: states/stacks {rank: ...}, reach {node: {peer: bool}}, silent nodes."""
+    out = {}
+    for i, node in enumerate(NODES):
+        if node in silent:
+            out[node] = None
+            continue
+        ranks = {}
+        for local in range(ranks_per_node):
+            rank = i * ranks_per_node + local
+            state = (states or {}).get(rank, "S")
+            stack = (stacks or {}).get(rank, None if state == "T" else IN_ALLREDUCE)
+            ranks[str(rank)] = {"pid": 100 + rank, "state": state, "state_after": state, "stack": stack, "wchan": ""}
+        out[node] = {"node": node, "ranks": ranks,
+                     "reach": (reach or {}).get(node, {p: True for p in NODES if p != node})}
+    return out
+
+
+def cut(node):
+    """node's network cut: it reaches nobody, nobody reaches it."""
+    return {n: {p: (n != node and p != node) for p in NODES if p != n} for n in NODES}
+
+
+def names(decision):
+    return [(c["node"], c["rank"], c["layer"]) for c in decision["culprits"]]
+
+
+def test_stopped_rank_is_named_with_its_rank():
+    d = judge(NODES, set(NODES), evidence(states={5: "T"}))
+    assert names(d) == [("node3", 5, "unresponsive")] and d["job_wide"] is None
+
+
+def test_every_rank_of_a_node_stopped_names_the_node_once_per_rank():
+    d = judge(NODES, set(NODES), evidence(states={2: "T", 3: "T"}))
+    assert names(d) == [("node2", 2, "unresponsive"), ("node2", 3, "unresponsive")]
+
+
+def test_a_gone_rank_and_uninterruptible_sleep():
+    assert names(judge(NODES, set(NODES), evidence(states={0: "gone"}))) == [("node1", 0, "unresponsive")]
+    assert names(judge(NODES, set(NODES), evidence(states={7: "D"}), cuda=True)) == [("node4", 7, "gpu")]
+
+
+def test_spinning_rank_outside_the_collective_on_cpu_only():
+    ev = evidence(stacks={4: SPINNING})
+    assert names(judge(NODES, set(NODES), ev)) == [("node3", 4, "rank")]
+    # on GPUs a rank waiting for NCCL sits in whatever line synchronises: a stack alone names nobody
+    assert judge(NODES, set(NODES), ev, cuda=True)["culprits"] == []
+
+
+def test_flight_recorder_names_the_rank_behind_on_gpus():
+    flight = {r: {"entries": [{"seq": 41 if r == 6 else 42}]} for r in range(8)}
+    d = judge(NODES, set(NODES), evidence(), cuda=True, flight=flight)
+    assert names(d) == [("node4", 6, "rank")]
+
+
+def test_cut_node_is_network():
+    d = judge(NODES, set(NODES), evidence(reach=cut("node2")))
+    assert names(d) == [("node2", None, "network")]
+
+
+def test_cut_node_that_also_wrote_nothing_is_network():
+    d = judge(NODES, set(NODES), evidence(reach=cut("node4"), silent=("node4",)))
+    assert names(d) == [("node4", None, "network")]
+
+
+def test_two_nodes_that_cannot_reach_each_other_are_job_wide():
+    ev = {n: {"node": n, "ranks": {}, "reach": {p: False for p in NODES[:2] if p != n}} for n in NODES[:2]}
+    d = judge(NODES[:2], set(NODES[:2]), ev)
+    assert d["culprits"] == [] and "cannot reach each other" in d["job_wide"]
+
+
+def test_nobody_reaches_anybody_is_job_wide():
+    reach = {n: {p: False for p in NODES if p != n} for n in NODES}
+    d = judge(NODES, set(NODES), evidence(reach=reach))
+    assert d["culprits"] == [] and "job-wide" in d["job_wide"]
+
+
+def test_silent_but_reachable_node_is_unresponsive():
+    d = judge(NODES, set(NODES), evidence(silent=("node3",)))
+    assert names(d) == [("node3", None, "unresponsive")]
+
+
+def test_all_waiting_is_job_wide_and_never_names_a_node():
+    d = judge(NODES, set(NODES), evidence())
+    assert d["culprits"] == [] and "all_reduce" in d["job_wide"]
+
+
+def test_more_than_half_the_nodes_is_job_wide():
+    d = judge(NODES, set(NODES), evidence(states={0: "T", 2: "T", 4: "T"}))
+    assert d["culprits"] == [] and "3 of 4 nodes" in d["job_wide"]
+
+
+def test_no_rank_started():
+    d = judge(NODES, set(), {n: None for n in NODES})
+    assert d["culprits"] == [] and "before training" in d["job_wide"]
+
+
+def test_stack_reader_on_a_real_rank_blocked_in_gloo(tmp_path):
+    """A real faulthandler dump of a process blocked in a gloo all_reduce whose peer never comes."""
+    code = (
+        "import faulthandler, os, signal, sys, torch, torch.distributed as dist\n"
+        "faulthandler.register(signal.SIGUSR1, file=open(sys.argv[1], 'a'), all_threads=True)\n"
+        "dist.init_process_group('gloo', rank=int(os.environ['RANK']), world_size=2)\n"
+        "if dist.get_rank() == 0:\n"
+        "    dist.all_reduce(torch.ones(4))\n"
+        "else:\n"
+        "    import time; time.sleep(60)\n")
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29000 + os.getpid() % 1000)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / f"r{r}.stack")], env={**env, "RANK": str(r)})
+             for r in range(2)]
+    try:
+        time.sleep(8)
+        for p in procs:
+            p.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        rank0 = parse_dump((tmp_path / "r0.stack").read_text())
+        rank1 = parse_dump((tmp_path / "r1.stack").read_text())
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert rank0["where"] == "collective" and rank0["op"] == "all_reduce", rank0
+    assert rank1["where"] == "outside" and rank1["top"][0].startswith("<module>"), rank1
+
+
+def test_stack_reader_on_garbage():
+    assert parse_dump("") is None
+    assert parse_dump("Thread 0x1 (most recent call first):\n" + '  File "x", line 99999999999 in f\n' * 3) \
+        == {"threads": 1, "where": "outside", "op": None, "top": []}
+
+
+def two_rank_job(tmp_path, **extra):
+    """A watched stage without Slurm: two ranks of the real functional loop (gloo), named node1 and
+    node2, each with its agent, and the monitor; SMOKE_HANG_AFTER=5."""
+    out = tmp_path / "run"
+    watch = out / "watch" / "train"
+    watch.mkdir(parents=True)
+    base = {**os.environ, "PYTHONPATH": str(ROOT / "scripts"), "SMOKE_OUT": str(out), "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(30000 + os.getpid() % 1000), "WORLD_SIZE": "2", "LOCAL_RANK": "0",
+            "SMOKE_WATCH_DIR": str(watch), "SMOKE_FUNCTIONAL_STEP_MS": "100", "SMOKE_TEST_FAULTS": "1", **extra}
+    procs, ranks = [], []
+    for rank in range(2):
+        env = {**base, "SLURMD_NODENAME": f"node{rank + 1}", "RANK": str(rank)}
+        proc = subprocess.Popen([sys.executable, "-u", "-m", "smoke.watchdog.inrank", "-m", "smoke.tiny_train",
+                                 "--steps", "100000", "--out", str(out / "functional")], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ranks.append(proc)
+        procs.append(subprocess.Popen([sys.executable, "-m", "smoke.watchdog.agent", "--run-dir", str(out),
+                                       "--stage", "train", "--parent", str(proc.pid)], env=env))
+    monitor = subprocess.Popen([sys.executable, "-m", "smoke.watchdog.monitor", "--run-dir", str(out), "--stage",
+                                "train", "--mode", "functional", "--shell-pid", str(os.getpid())],
+                               env={**base, "SLURM_JOB_NODELIST": "node[1-2]", "SMOKE_HANG_AFTER": "5",
+                                    "SMOKE_HANG_EVIDENCE": "10"}, stdout=subprocess.PIPE, text=True)
+    return out, ranks, procs + ranks, monitor
+
+
+def wait_for_steps(out, steps=5, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        beats = list((out / "watch" / "train").glob("*.beat"))
+        values = [int((b.read_text().split() or ["0"])[0]) for b in beats]
+        if len(values) == 2 and min(values) >= steps:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the two ranks made no progress")
+
+
+@pytest.mark.parametrize("fault,layer", [(signal.SIGSTOP, "unresponsive"), (signal.SIGUSR2, "rank")])
+def test_real_ranks_stopped_or_spinning_are_named(tmp_path, fault, layer):
+    out, ranks, procs, monitor = two_rank_job(tmp_path)
+    try:
+        wait_for_steps(out)
+        ranks[1].send_signal(fault)
+        stdout, _ = monitor.communicate(timeout=60)
+        hang = json.loads((out / "hang.json").read_text())
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert [(c["node"], c["rank"], c["layer"]) for c in hang["culprits"]] == [("node2", 1, layer)], hang
+    assert hang["stalled_s"] < 30 and "node2 rank 1" in stdout
+    if layer == "rank":
+        assert hang["culprits"][0]["doing"][0].startswith("spin (smoke/tiny_train.py")
+
+
+def test_healthy_ranks_are_never_stopped(tmp_path):
+    out, ranks, procs, monitor = two_rank_job(tmp_path)
+    try:
+        wait_for_steps(out, steps=3)
+        time.sleep(12)  # more than twice SMOKE_HANG_AFTER with steady progress
+        monitor.send_signal(signal.SIGTERM)
+        monitor.wait(timeout=20)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert not (out / "hang.json").exists()
+    assert json.loads((out / "watch" / "train" / "monitor.json").read_text())["state"] == "stage ended"
