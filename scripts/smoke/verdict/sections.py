@@ -267,6 +267,10 @@ MAX_STAGES = 64  # a job has a handful; a longer stages.txt is garbage, judged b
 def stages(run_dir: str, seen: dict) -> list[Row]:
     rows = []
     text = runfolder.read_text(run_dir, runfolder.STAGES, limit=2**16)
+    try:
+        watched = hang.load(run_dir) or {}
+    except Unreadable:
+        watched = {}
     for line in (text or "").splitlines()[:MAX_STAGES]:
         if not line.strip():
             continue
@@ -276,7 +280,9 @@ def stages(run_dir: str, seen: dict) -> list[Row]:
             continue
         seen[name] = code
         detail = f"exit code {code[:20]}"
-        if code != "0":
+        if code != "0" and watched.get("stage") == name:  # the watchdog cancelled it: torchrun only saw a signal
+            detail += ": ended by the hang watchdog, which found no progress (the hang row says who held it up)"
+        elif code != "0":
             log_text = runfolder.read_text(run_dir, runfolder.stage_log(name))
             cause = failure_cause(log_text) if log_text else None
             if cause:
