@@ -4,6 +4,7 @@ stall, and nobody in healthy runs or runs with a slow but progressing node. Need
 
     bench/hang_matrix.py --mode functional --runs 20              # every fault, interleaved
     bench/hang_matrix.py --mode container-functional --faults stop-rank,net-cut --runs 3
+    bench/hang_matrix.py --mode both --runs 20 --keep-cluster    # the two modes alternate
     bench/hang_matrix.py --report r.jsonl
 
 The job is the ethernet-only preset, whole (preflight, probe, training), with the functional loop
@@ -202,7 +203,8 @@ def report(rows: list[dict]) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--faults", default=",".join(FAULTS))
-    parser.add_argument("--mode", default="functional", choices=("functional", "container-functional"))
+    parser.add_argument("--mode", default="functional", choices=("functional", "container-functional", "both"),
+                        help="both: the two modes alternate within every cycle, on one cluster with pyxis")
     parser.add_argument("--runs", type=int, default=int(os.environ.get("FAULT_RUNS", "20")))
     parser.add_argument("--results", default=str(ROOT / "smoke-runs" / "hang-matrix.jsonl"))
     parser.add_argument("--report", metavar="JSONL")
@@ -221,7 +223,8 @@ def main(argv=None) -> int:
         print(f"hang_matrix: unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}", file=sys.stderr)
         return 2
     rng = random.Random(args.seed)
-    up = cluster_up() if args.mode == "functional" else sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4",
+    modes = ["functional", "container-functional"] if args.mode == "both" else [args.mode]
+    up = cluster_up() if modes == ["functional"] else sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4",
                                                             "--pyxis", "--host-suffix", ".cluster.test", check=False)
     if up.returncode != 0:
         print(f"hang_matrix: local-cluster up failed:\n{up.stdout}{up.stderr}", file=sys.stderr)
@@ -230,12 +233,12 @@ def main(argv=None) -> int:
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     try:
         for i in range(args.runs):
-            for kind in kinds:
-                row = one_run(kind, args.mode, rng)
+            for kind, mode in ((k, m) for k in kinds for m in modes):
+                row = one_run(kind, mode, rng)
                 rows.append(row)
                 with open(args.results, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps(row) + "\n")
-                print(f"run {i + 1} {args.mode} {kind:9} node={row['node']} found={row['found']} layer={row['layer']} "
+                print(f"run {i + 1} {mode} {kind:9} node={row['node']} found={row['found']} layer={row['layer']} "
                       f"rank_ok={row['rank_ok']} false={row['false']} after={row['named_after_s']} s "
                       f"verdict={row['verdict']} ({row['seconds']} s)", flush=True)
     finally:
