@@ -235,3 +235,82 @@ def test_localization_reads_no_fifo_or_link_and_writes_through_none(tmp_path, mo
     result = json.loads((run / "localize.json").read_text())
     assert outside.read_text() == "keep" and not (run / "localize.json").is_symlink()
     assert {s["node"]: s["layer"] for s in result["suspects"]} == {} and result["job_level"]  # 3 of 3 unusable
+
+
+def hang_run(tmp_path, hang, stage="megatron"):
+    """A run whose stage the hang watchdog ended: hang.json as given (a dict is written as JSON),
+    and the stage's monitor.json saying it handled the stall."""
+    run = probe_run(tmp_path, f"preflight 0\nprobe 0\n{stage} 1\n")
+    (run / "watch" / stage).mkdir(parents=True)
+    (run / "watch" / stage / "monitor.json").write_text(json.dumps({"state": "stall handled"}))
+    (run / "hang.json").write_text(hang if isinstance(hang, str) else json.dumps(hang))
+    return run
+
+
+def culprit(**changes):
+    return {"node": "node2", "rank": 3, "layer": "unresponsive", "reason": "stopped (state T)",
+            "doing": ["all_reduce (distributed_c10d.py:1)"], **changes}
+
+
+def test_a_hang_culprit_is_a_suspect_with_its_stage_and_stack(tmp_path):
+    run = hang_run(tmp_path, {"stage": "megatron", "limit_s": 90, "stalled_s": 97.5, "culprits": [culprit()]})
+    _, result = verdict(run)
+    assert result["verdict"] == "FAIL"
+    assert [(s["node"], s["layer"]) for s in result["suspects"]] == [("node2", "unresponsive")]
+    assert "stage megatron stalled" in result["suspects"][0]["reason"]
+    assert (run / "exclude.txt").read_text().split() == ["node2"]
+    row = next(c for c in result["checks"] if c["check"] == "hang megatron")
+    assert "node2 rank 3 (unresponsive)" in row["detail"] and row["state"] == "FAIL"
+    stage = next(c for c in result["checks"] if c["check"] == "stage megatron")
+    assert "ended by the hang watchdog" in stage["detail"]
+
+
+@pytest.mark.parametrize("bad, why", [
+    (culprit(node="node9"), "not a node of this job"),
+    (culprit(node="ALL"), "not a Slurm node name"),
+    (culprit(layer="everything"), "layer 'everything'"),
+    (culprit(node="node2; scontrol reboot"), "not a Slurm node name"),
+])
+def test_a_hang_culprit_the_checks_refuse_is_said_never_drained(tmp_path, bad, why):
+    run = hang_run(tmp_path, {"stage": "megatron", "limit_s": 90, "stalled_s": 97, "culprits": [bad]})
+    _, result = verdict(run)
+    assert result["verdict"] == "FAIL" and result["suspects"] == []
+    assert "scontrol" not in (run / "drain.sh").read_text() and (run / "exclude.txt").read_text() == ""
+    assert any(c["check"] == "suspects" and why in c["detail"] for c in result["checks"]), result["checks"]
+
+
+@pytest.mark.parametrize("hang", [
+    "{not json", "[]", '{"stage": "megatron", "limit_s": NaN, "stalled_s": 1e999, "culprits": "node2"}',
+    json.dumps({"stage": "x" * 10**6, "job_wide": "y" * 10**6, "culprits": [7, None, []] * 1000}),
+])
+def test_a_hostile_hang_json_is_a_row_never_a_traceback_or_a_name(tmp_path, hang):
+    run = hang_run(tmp_path, hang)
+    proc, result = verdict(run)
+    assert result["verdict"] == "FAIL" and result["suspects"] == []
+    assert len(json.dumps(result)) < 200_000  # clipped, not amplified
+    assert any(c["check"].startswith("hang") for c in result["checks"])
+
+
+def test_a_hang_json_that_is_a_link_or_fifo_is_unreadable_not_followed(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text(json.dumps({"stage": "megatron", "culprits": [culprit()]}))
+    run = hang_run(tmp_path / "run", {})
+    (run / "hang.json").unlink()
+    (run / "hang.json").symlink_to(secret)
+    _, result = verdict(run)
+    assert result["suspects"] == []
+    (run / "hang.json").unlink()
+    os.mkfifo(run / "hang.json")
+    _, result = verdict(run, timeout=30)
+    assert result["suspects"] == [] and any(c["check"] == "hang" and c["state"] == "WARN" for c in result["checks"])
+
+
+def test_a_watched_stage_whose_watchdog_failed_is_a_warn_never_a_fail(tmp_path):
+    run = probe_run(tmp_path, "preflight 0\nprobe 0\n")
+    (run / "watch" / "probe").mkdir(parents=True)
+    (run / "watch" / "probe" / "monitor.json").write_text(json.dumps({"state": "failed", "error": "x" * 5000}))
+    (run / "watch" / "megatron").mkdir(parents=True)  # the monitor never wrote its status
+    _, result = verdict(run)
+    rows = {c["check"]: c for c in result["checks"] if c["check"].startswith("watchdog")}
+    assert {r["state"] for r in rows.values()} == {"WARN"} and set(rows) == {"watchdog probe", "watchdog megatron"}
+    assert len(rows["watchdog probe"]["detail"]) < 400

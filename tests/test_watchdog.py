@@ -219,3 +219,20 @@ def test_healthy_ranks_are_never_stopped(tmp_path):
             p.wait()
     assert not (out / "hang.json").exists()
     assert json.loads((out / "watch" / "train" / "monitor.json").read_text())["state"] == "stage ended"
+
+
+@pytest.mark.parametrize("installed, env, expected", [
+    ("2.5.1+cu124", {}, {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}),   # off by default before 2.6
+    ("2.7.0a0+79aa17489c.nv25.04", {}, {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}),
+    ("2.8.0", {}, {}),                                                # on by default, and the old name warns
+    ("2.11.0+cu130", {}, {}),
+    ("2.5.1", {"TORCH_NCCL_TRACE_BUFFER_SIZE": "0"}, {"TORCH_NCCL_TRACE_BUFFER_SIZE": "0"}),  # the user's choice
+    ("2.5.1", {"TORCH_FR_BUFFER_SIZE": "10"}, {"TORCH_FR_BUFFER_SIZE": "10"}),
+    ("local-build", {}, {}),
+])
+def test_flight_recorder_is_turned_on_only_where_torch_leaves_it_off(monkeypatch, installed, env, expected):
+    import importlib.metadata
+    from smoke.watchdog import beat
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: installed)
+    beat.enable_flight_recorder(env)
+    assert env == expected

@@ -4,7 +4,7 @@ on request. `start()` is called once by smoke.watchdog.inrank before the rank's 
 (a program run by hand) beat() does nothing.
 
 A heartbeat is one line rewritten in place ("STEP EPOCH_SECONDS"), a pwrite of ~30 bytes: its cost
-per training step is measured in bench/watchdog_cost.py (docs/hang-watchdog.md).
+per training step is measured in bench/watchdog_gpu.py (docs/hang-watchdog.md).
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def start() -> bool:
         print(f"watchdog: rank side not installed ({exc}); the stage runs without it", file=sys.stderr, flush=True)
         return False
     _state.update(folder=folder, prefix=prefix, stack=stack, beat_fd=beat_fd, rank=rank)
+    enable_flight_recorder(os.environ)
     threading.Thread(target=_answer_requests, name="smoke-watchdog", daemon=True).start()
     return True
 
@@ -85,8 +86,31 @@ def _answer_requests() -> None:
                 pass
 
 
+FLIGHT_RECORDER_ENTRIES = "2000"  # torch's own default where it records by default (PR 142260)
+
+
+def enable_flight_recorder(env) -> str | None:
+    """Turn the NCCL flight recorder on where the rank's torch leaves it off; the name of the variable
+    set, or None. Called before the program imports torch: the recorder reads it at process-group
+    creation. Torch records 2000 collectives by default since pytorch/pytorch#142260 (Dec 2024, 2.6);
+    before that TORCH_NCCL_TRACE_BUFFER_SIZE defaulted to 0 (off). 2.8 renamed it TORCH_FR_BUFFER_SIZE
+    and warns on the old name (seen on the H200 with 2.11), so the old name is set only below 2.8
+    (the same cut as NVIDIA/nvidia-resiliency-ext#163). A value the user set is kept."""
+    if "TORCH_FR_BUFFER_SIZE" in env or "TORCH_NCCL_TRACE_BUFFER_SIZE" in env:
+        return None
+    try:
+        from importlib.metadata import version
+        major, minor = (int(part) for part in version("torch").split(".")[:2])
+    except Exception:  # noqa: BLE001 - no torch, or a version string of a local build: leave torch's default
+        return None
+    if (major, minor) >= (2, 8):
+        return None
+    env["TORCH_NCCL_TRACE_BUFFER_SIZE"] = FLIGHT_RECORDER_ENTRIES
+    return "TORCH_NCCL_TRACE_BUFFER_SIZE"
+
+
 def flight_recorder() -> dict | None:
-    """The torch NCCL flight recorder's entries of this rank (TORCH_NCCL_TRACE_BUFFER_SIZE > 0), cut
+    """The torch NCCL flight recorder's entries of this rank (enable_flight_recorder), cut
     to what the judge reads: per collective its sequence number, name and state. None without NCCL."""
     try:
         import pickle
