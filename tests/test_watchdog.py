@@ -236,3 +236,21 @@ def test_flight_recorder_is_turned_on_only_where_torch_leaves_it_off(monkeypatch
     monkeypatch.setattr(importlib.metadata, "version", lambda name: installed)
     beat.enable_flight_recorder(env)
     assert env == expected
+
+
+def test_progress_reads_beats_and_iteration_lines_and_never_blocks_on_a_fifo(tmp_path):
+    from smoke.watchdog.monitor import Progress
+    (tmp_path / "watch" / "megatron").mkdir(parents=True)
+    progress = Progress(str(tmp_path), "watch/megatron", "megatron.log")
+    assert progress.poll() == 0
+    (tmp_path / "megatron.log").write_text(" [2026-12-04] iteration        1/      10 | loss 9.1\n0: iteration 2/10 |")
+    (tmp_path / "watch" / "megatron" / "node1.rank-0.beat").write_text("           3 1.0\n")
+    assert progress.poll() == 2  # one complete iteration line (the second has no newline yet), one beat
+    with open(tmp_path / "megatron.log", "a") as log:
+        log.write(" loss 8.0\n")
+    assert progress.poll() == 1 and progress.poll() == 0
+    (tmp_path / "megatron.log").unlink()
+    os.mkfifo(tmp_path / "megatron.log")  # written in the image's place: must not block the monitor
+    (tmp_path / "watch" / "megatron" / "node1.rank-0.beat").unlink()
+    (tmp_path / "watch" / "megatron" / "node1.rank-0.beat").symlink_to(tmp_path / "elsewhere")
+    assert progress.poll() == 0

@@ -35,6 +35,8 @@ EXCLUDE = "exclude.txt"
 DRAIN = "drain.sh"
 HOME = "home"  # HOME and the compilers' caches inside containers
 TENSORBOARD = "tensorboard"
+WATCH_DIR = "watch"  # the hang watchdog's folder: watch/<stage>/ per watched stage (smoke.watchdog.layout)
+HANG = "hang.json"  # the hang watchdog's decision after a stall
 
 
 def stage_log(stage: str) -> str:
@@ -81,9 +83,9 @@ def _open_dir(run_dir: str, parts: list[str], name: str) -> int:
     return fd
 
 
-def read_bytes(run_dir: str, relative: str, limit: int = MAX_READ, tail: bool = True) -> bytes | None:
-    """The bytes of run_dir/relative, None when it does not exist. At most `limit` bytes: the last
-    ones of a longer file when tail, else Unreadable."""
+def _open_file(run_dir: str, relative: str) -> int | None:
+    """A descriptor of run_dir/relative when it is a regular file reached without a link; None when
+    it does not exist; Unreadable otherwise."""
     parts = _parts(relative)
     try:
         dir_fd = _open_dir(run_dir, parts[:-1], relative)
@@ -99,25 +101,57 @@ def read_bytes(run_dir: str, relative: str, limit: int = MAX_READ, tail: bool = 
     finally:
         os.close(dir_fd)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise Unreadable(f"{relative}: not a regular file")
-        if info.st_size > limit:
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_upto(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def read_bytes(run_dir: str, relative: str, limit: int = MAX_READ, tail: bool = True) -> bytes | None:
+    """The bytes of run_dir/relative, None when it does not exist. At most `limit` bytes: the last
+    ones of a longer file when tail, else Unreadable."""
+    fd = _open_file(run_dir, relative)
+    if fd is None:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
             if not tail:
-                raise Unreadable(f"{relative}: {info.st_size} bytes, more than the {limit} a report may have")
-            os.lseek(fd, info.st_size - limit, os.SEEK_SET)
-        chunks, size = [], 0
-        while size < limit:
-            chunk = os.read(fd, limit - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+                raise Unreadable(f"{relative}: {size} bytes, more than the {limit} a report may have")
+            os.lseek(fd, size - limit, os.SEEK_SET)
+        return _read_upto(fd, limit)
     except OSError as exc:
         raise Unreadable(f"{relative}: cannot read ({exc.strerror})") from None
     finally:
         os.close(fd)
-    return b"".join(chunks)
+
+
+def read_from(run_dir: str, relative: str, offset: int, limit: int) -> bytes | None:
+    """At most `limit` bytes of run_dir/relative from `offset` on (a log being written: the hang
+    watchdog follows a stage's log); None when it does not exist."""
+    fd = _open_file(run_dir, relative)
+    if fd is None:
+        return None
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return _read_upto(fd, limit)
+    except OSError as exc:
+        raise Unreadable(f"{relative}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 def read_text(run_dir: str, relative: str, limit: int = MAX_READ) -> str | None:

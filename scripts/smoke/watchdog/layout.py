@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
-WATCH_DIR = "watch"  # watch/<stage>/ per stage that runs ranks
+from smoke.runfolder import HANG, WATCH_DIR  # noqa: F401 - the run folder's names live in one module
+
 REQUEST = "request.json"  # the monitor's request for evidence: {"id": N, "t": epoch seconds}
-HANG = "hang.json"  # the monitor's decision, at the run folder's top (read by the verdict)
 STACK_SIGNAL_NAME = "SIGUSR1"  # what the agent sends a rank to dump its Python stacks (faulthandler)
 
 # Stage names are job-lib's (preflight, probe, megatron, ...): a plain word, safe as a folder name.

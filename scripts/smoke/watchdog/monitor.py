@@ -64,11 +64,9 @@ class Progress:
                     new += 1
                     self.steps[name] = step
         if self.log:
-            try:
-                with open(self.log, "rb") as handle:
-                    handle.seek(self.offset)
-                    chunk = handle.read(MAX_LOG_CHUNK)
-            except OSError:
+            try:  # the log is in the run folder, which code in the image can write: read it like any file there
+                chunk = runfolder.read_from(self.run_dir, self.log, self.offset, MAX_LOG_CHUNK) or b""
+            except Unreadable:
                 chunk = b""
             if chunk:
                 self.offset += len(chunk)
@@ -152,8 +150,7 @@ def collect(run_dir: str, watch: str, nodes: list[str], wait_s: float) -> tuple[
 def watch(args, watch_rel: str, status: dict) -> int:
     after, first = setting("SMOKE_HANG_AFTER", 90), setting("SMOKE_HANG_FIRST", 600)
     evidence_wait = setting("SMOKE_HANG_EVIDENCE", 20)
-    log = os.path.join(args.run_dir, runfolder.stage_log(args.stage))
-    progress = Progress(args.run_dir, watch_rel, log)
+    progress = Progress(args.run_dir, watch_rel, runfolder.stage_log(args.stage))
     last = time.monotonic()
     while True:
         time.sleep(POLL_S)
