@@ -52,9 +52,11 @@ bench-e2e: $(STAMP)
 	$(PY) bench/bench_e2e.py
 
 # Fault injection on the local 4-node Slurm cluster (needs root): FAULT_RUNS runs of each fault,
-# faulty node chosen at random; prints a table per fault (docs/localization.md).
+# faulty node chosen at random; prints a table per fault. Localization's faults (docs/localization.md),
+# then the hang watchdog's during training, both modes alternating (docs/hang-watchdog.md).
 fault-matrix: $(STAMP)
 	$(PY) bench/fault_matrix.py
+	$(PY) bench/hang_matrix.py --mode both
 
 clean:
 	rm -rf $(VENV) .pytest_cache

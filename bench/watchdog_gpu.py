@@ -101,7 +101,7 @@ def stall(tmp: Path, stuck: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "scripts"), "SMOKE_OUT": str(out), "SMOKE_WATCH_DIR": str(watch),
            "SLURMD_NODENAME": "gpu1", "SLURM_JOB_NODELIST": "gpu1", "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(29500 + (7 if stuck else 3)),
-           "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "STUCK": "1" if stuck else "0",
+           "STUCK": "1" if stuck else "0",  # the flight recorder as the rank side leaves it (beat.enable_flight_recorder)
            "SMOKE_HANG_AFTER": "10", "SMOKE_HANG_EVIDENCE": "15"}
     script = tmp / "rank_loop.py"
     script.write_text(RANK_LOOP)
@@ -154,8 +154,7 @@ def main() -> int:
             result[key] = stall(tmp, stuck)
             print(key, json.dumps(result[key], indent=1), flush=True)
         os.environ.update({"SMOKE_WATCH_DIR": str(tmp / "cost"), "SLURMD_NODENAME": "gpu1", "RANK": "0",
-                           "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29531",
-                           "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"})
+                           "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29531"})
         result["cost"] = cost(args.blocks, args.steps)
         print("cost", json.dumps(result["cost"], indent=1), flush=True)
     Path(args.out).mkdir(parents=True, exist_ok=True)
