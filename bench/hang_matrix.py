@@ -13,7 +13,8 @@ lands 3-30 s (random) after the training's ranks first report progress. Faults, 
 - stop-rank: one rank of the node SIGSTOPped;
 - spin-rank: one rank spinning in its own code outside the collective (TEST DOUBLE: SIGUSR2 to a
   handler that only SMOKE_TEST_FAULTS=1 installs in the functional loop, smoke.tiny_train);
-- net-cut: the node's eth0 drops every packet it sends but Slurm's own (tc u32 in its namespace),
+- net-cut: the node's eth0 drops every packet it sends but Slurm's own and ARP (tc htb, u32 filters
+  and a blackhole qdisc in its namespace),
   so the nodes' data traffic and the watchdog's TCP checks are cut, slurmctld still reaches slurmd;
 - stop-node: every rank of the node SIGSTOPped;
 - healthy: nothing; straggler: the node's ranks moved into a cgroup-v1 CPU quota (15 % of a core),
@@ -67,14 +68,20 @@ def inject(kind: str, node: str, rng: random.Random) -> dict:
             os.kill(pid, signal.SIGSTOP)
         return {"pids": pids}
     if kind == "net-cut":
+        # htb: Slurm's ports and ARP to a normal class, everything else (the default class) to a
+        # blackhole qdisc. The prio qdisc and tc's drop action (act_gact) are modules that this
+        # kernel lacks ("Specified qdisc kind is unknown"); htb, u32 and blackhole are there.
         ns = ["nsenter", f"--net=/run/netns/smoke-{node}", "tc"]
-        sh(*ns, "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "prio")
+        sh(*ns, "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "htb", "default", "20", "r2q", "1000")
+        sh(*ns, "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit")
+        sh(*ns, "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb", "rate", "10gbit")
+        sh(*ns, "qdisc", "add", "dev", "eth0", "parent", "1:20", "handle", "20:", "blackhole")
         for port in SLURM_PORTS:
             for way in ("sport", "dport"):
                 sh(*ns, "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-                   "match", "ip", way, port, "0xffff", "flowid", "1:1")
-        sh(*ns, "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "2", "u32",
-           "match", "u32", "0", "0", "action", "drop")
+                   "match", "ip", way, port, "0xffff", "flowid", "1:10")
+        sh(*ns, "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "arp", "prio", "2", "u32",
+           "match", "u32", "0", "0", "flowid", "1:10")
         return {}
     if kind == "straggler":
         group = CGROUP / f"smoke-straggler-{node}"
@@ -154,7 +161,10 @@ def one_run(kind: str, mode: str, rng: random.Random) -> dict:
             if injected is None and node and training_started(run):
                 time.sleep(delay)
                 injected = time.time()
-                info = inject(kind, node, rng)
+                try:
+                    info = inject(kind, node, rng)
+                except (subprocess.CalledProcessError, OSError) as exc:  # recorded as a failed run, not a crash
+                    info = {"error": f"{exc}"[:300]}
             if injected and not lifted and (run / "hang.json").exists():
                 lift(kind, node)
                 lifted = True

@@ -146,6 +146,32 @@ def test_stack_reader_on_a_real_rank_blocked_in_gloo(tmp_path):
     assert rank1["where"] == "outside" and rank1["top"][0].startswith("<module>"), rank1
 
 
+def frames(*lines):
+    return "Current thread 0x00007f00 (most recent call first):\n" + "".join(
+        f'  File "{f}", line {n} in {fn}\n' for f, n, fn in lines)
+
+
+C10D = "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py"
+LOGGER = "/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py"
+
+
+def test_own_code_on_top_of_a_collective_is_outside_it():
+    """A handler (or hook) of the rank's own running on top of all_reduce's frame: the rank runs its
+    code, it does not wait (the hang matrix's spin-rank read as waiting before)."""
+    spinning = parse_dump(frames(("/job/smoke/tiny_train.py", 61, "spin"), (C10D, 3252, "all_reduce"),
+                                 (LOGGER, 83, "wrapper"), ("/job/smoke/tiny_train.py", 97, "main"),
+                                 ("<frozen runpy>", 88, "_run_code")))
+    assert spinning["where"] == "outside" and spinning["top"][0] == "spin (smoke/tiny_train.py:61)"
+    waiting = parse_dump(frames((C10D, 3252, "all_reduce"), (LOGGER, 83, "wrapper"),
+                                ("/job/smoke/tiny_train.py", 97, "main"), ("<frozen runpy>", 88, "_run_code")))
+    assert (waiting["where"], waiting["op"]) == ("collective", "all_reduce")
+    inner_torch = parse_dump(frames(("/x/torch/distributed/distributed_c10d.py", 10, "_check_single_tensor"),
+                                    (C10D, 3252, "all_reduce"), ("/job/train.py", 5, "main")))
+    assert inner_torch["where"] == "collective"  # torch's own frames above the collective: still waiting
+    syncing = parse_dump(frames(("/x/torch/cuda/__init__.py", 1162, "synchronize"), ("/job/train.py", 5, "main")))
+    assert (syncing["where"], syncing["op"]) == ("cuda-wait", "synchronize")
+
+
 def test_stack_reader_on_garbage():
     assert parse_dump("") is None
     assert parse_dump("Thread 0x1 (most recent call first):\n" + '  File "x", line 99999999999 in f\n' * 3) \

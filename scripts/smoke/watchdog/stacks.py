@@ -58,8 +58,18 @@ def short(path: str) -> str:
     return "/".join(path.split("/")[-2:])
 
 
+def in_torch(path: str) -> bool:
+    return "/torch/" in path or path.startswith("torch/")
+
+
 def classify(frames: list[tuple[str, int, str]]) -> dict:
-    """where: "collective" (op named), "cuda-wait" or "outside"; top: the top frames, as text."""
+    """where: "collective" (op named), "cuda-wait" or "outside"; top: the top frames, as text.
+
+    From the innermost frame out, through torch's own frames only: a rank waits in a collective
+    when nothing but torch lies between the collective and the top of its stack. Code of its own
+    above the collective (a signal handler, a hook run from inside it) means the rank is running
+    that code, not waiting: outside (seen in the hang matrix: a handler spinning on top of
+    all_reduce's frame, which had been read as waiting)."""
     top = [f"{func} ({short(file)}:{line})" for file, line, func in frames[:TOP]]
     for file, _line, func in frames[:40]:
         if file.endswith(C10D_FILE) and func not in WRAPPERS and not func.startswith("_"):
@@ -67,4 +77,6 @@ def classify(frames: list[tuple[str, int, str]]) -> dict:
         for wait_file, wait_func in CUDA_WAIT:
             if file.endswith(wait_file) and func == wait_func:
                 return {"where": "cuda-wait", "op": func, "top": top}
+        if not in_torch(file):
+            break
     return {"where": "outside", "op": None, "top": top}
