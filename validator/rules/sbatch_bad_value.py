@@ -5,7 +5,8 @@ src/common/parse_time.c, str_to_mbytes via src/common/slurm_opt.c at slurm-26-05
 expands $VAR in #SBATCH lines (get_argument in src/sbatch/opt.c at slurm-22-05-0-1 and
 slurm-26-05-1-1). A template placeholder (<ACCOUNT>, {{ nodes }}, YOUR_PROJECT) says the file is not
 a job yet: one finding per file, on its first placeholder, and no per-line findings on placeholder
-lines. Holds for: 22.05-26.05.
+lines; a placeholder in a value sbatch takes as any text (--mail-user, --job-name, --comment) does not
+stop the job and is not reported. Holds for: 22.05-26.05.
 """
 import re
 
@@ -45,11 +46,25 @@ TYPES = {
 _UNLIMITED = {"time": {"unlimited", "infinite"}, "time-min": {"unlimited", "infinite"}}
 
 
+# Options whose value sbatch takes as any text: a placeholder there (--mail-user=<netid>@uni.edu)
+# does not stop the job, only the mail goes nowhere: src/common/slurm_opt.c copies them as they are
+# (COMMON_STRING_OPTION(mail_user), (job_name), (comment) at slurm-22-05-0-1 and slurm-26-05-1-1) and
+# slurmctld checks only their length (_test_strlen(job_desc->mail_user, "mail_user", 1024) in
+# src/slurmctld/job_mgr.c at slurm-26-05-1-1).
+FREE_TEXT = {"mail-user", "job-name", "comment"}
+
+
+def _free_text(parsed, line: int) -> bool:
+    names = {option.name for option in parsed.options if option.line == line}
+    return bool(names) and names <= FREE_TEXT
+
+
 def check(target):
     script = target.script
     parsed = script.parsed
-    if parsed.placeholder_lines:  # a template: said once, on its first placeholder (the file as a whole is wrong)
-        line = parsed.placeholder_lines[0]
+    blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)]
+    if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
+        line = blocking[0]
         directive = next(d for d in parsed.directives if d.line == line)
         found = placeholder(directive)
         yield (script.display, line, found.start() + 1,
