@@ -96,7 +96,8 @@ def as_int(text: str | None, digits: int = 18) -> int | None:
 
 def requested_gpus_per_node(parsed) -> int | None:
     """The GPU count each node gets from the directives: --gpus-per-node=[type:]N,
-    --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node, or --gpus=N on one node."""
+    --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node (or alone, with as many tasks as
+    nodes), or --gpus=N on one node."""
     def count(text):
         return as_int((text or "").rsplit(":", 1)[-1])
     for option in parsed.get("gpus-per-node"):
@@ -108,6 +109,9 @@ def requested_gpus_per_node(parsed) -> int | None:
     per_task, tasks = count(parsed.value("gpus-per-task")), as_int(parsed.value("ntasks-per-node"))
     if per_task is not None and tasks is not None:
         return per_task * tasks
+    nodes, ntasks = as_int(parsed.value("nodes")), as_int(parsed.value("ntasks"))
+    if per_task is not None and nodes is not None and nodes == ntasks:  # one task per node
+        return per_task
     if parsed.value("nodes") == "1" and parsed.value("gpus"):
         return count(parsed.value("gpus"))
     return None
