@@ -2,9 +2,14 @@
 
 Premise: slurmd runs a copy of the batch script from its spool folder, <spool>/job<id>/slurm_script
 (src/slurmd/slurmd/slurmd.c, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1): $0
-is that copy. Holds for: 22.05-26.05.
+is that copy. Holds for: 22.05-26.05. Not reported where the script uses the path only outside
+Slurm (the else branch of a test on SLURM_JOB_ID or SLURM_SUBMIT_DIR, a for list of candidates that
+also tries SLURM_SUBMIT_DIR) or tests it against the spool folder (`*slurmd*`) and falls back.
 """
+import re
+
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -25,12 +30,46 @@ def _printed(expansion) -> bool:
     return name is not None and name.text.decode("utf-8", "replace") in _NAMES_ONLY
 
 
+_SLURM = re.compile(r"SLURM_(SUBMIT_DIR|JOB_ID)\b")
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text else ""
+
+
+def _guarded(expansion) -> bool:
+    """The script uses the path only outside Slurm: in the else branch of a test on SLURM_JOB_ID or
+    SLURM_SUBMIT_DIR, or as one candidate of a for list that also tries SLURM_SUBMIT_DIR."""
+    child, node = expansion.node, getattr(expansion.node, "parent", None)
+    while node is not None:
+        if node.type == "else_clause" and node.parent is not None and node.parent.type == "if_statement":
+            condition = node.parent.child_by_field_name("condition")
+            if _SLURM.search(_text(condition)):
+                return True
+        if node.type == "for_statement" and child is not None and child.type != "do_group" \
+                and _SLURM.search(_text(node).split("do", 1)[0]):
+            return True
+        child, node = node, node.parent
+    return False
+
+
+def _checked_for_spool(script, expansion) -> bool:
+    """SCRIPT_DIR=$(dirname "$0") followed by a test of SCRIPT_DIR against slurmd's spool folder
+    (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR`): the script knows and falls back."""
+    for a in script.shell.assignments:
+        if a.line == expansion.line and a.col <= expansion.col:
+            use = re.compile(rf"\$\{{?{re.escape(a.name)}\b")
+            return any(use.search(line) and "slurmd" in line for line in script.parsed.lines[a.line:])
+    return False
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
     for expansion in script.shell.expansions:
-        if expansion.name in ("0", "BASH_SOURCE") and not _printed(expansion):
+        if expansion.name in ("0", "BASH_SOURCE") and not _printed(expansion) and not _guarded(expansion) \
+                and not _checked_for_spool(script, expansion):
             yield (script.display, expansion.line, expansion.col,
                    f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
                    "use $SLURM_SUBMIT_DIR or a documented variable")
