@@ -22,7 +22,14 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nN
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nNNODES=$SLURM_NNODE\n"
                      "echo \"nodes: $NODES\"\n"}
 
-_SLURM = re.compile(r"^(SLURMD?|SBATCH|SRUN|SALLOC)_")
+# The names Slurm sets for a job (SLURM_*, SLURMD_*). SBATCH_*, SRUN_* and SALLOC_* are its input
+# variables, set by the user or the site and read by the commands (sbatch.1, srun.1): a script's own
+# SRUN_ARGS left unset expands to nothing, as any of its variables would (the near-miss check).
+_SLURM = re.compile(r"^SLURMD?_")
+# Set for every job by sites' TaskProlog, which exports the lines it prints as "export NAME=value"
+# into each task (_proc_stdout in src/slurmd/slurmstepd/task.c and slurm.conf.5 at slurm-26-05-1-1):
+# the node-local scratch folder of the Alliance (Compute Canada) clusters and Mila, in their guides.
+SITE_VARIABLES = frozenset({"SLURM_TMPDIR"})
 
 
 @lru_cache(maxsize=1)
@@ -36,6 +43,14 @@ def _set_names(shell) -> set:
     stack = [shell.root] if shell.root is not None else []
     while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
         node = stack.pop()
+        if node.type == "declaration_command":  # declare -A NAME, local NAME, export NAME, readonly NAME
+            names.update(child.text.decode() for child in node.children if child.type == "variable_name")
+        elif node.type == "variable_assignment":  # NAME[key]=value
+            target_node = node.child_by_field_name("name")
+            if target_node is not None and target_node.type == "subscript":
+                inner = target_node.child_by_field_name("name")
+                if inner is not None:
+                    names.add(inner.text.decode())
         if node.type in ("for_statement", "c_style_for_statement"):
             variable = node.child_by_field_name("variable")
             if variable is not None:
@@ -95,7 +110,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         if _SLURM.match(name):
-            if name in known:
+            if name in known or name in SITE_VARIABLES:
                 continue
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
             hint = f"; did you mean {close[0]}?" if close else ""
