@@ -52,8 +52,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
         tasks_per_node = per_node.value if per_node is not None else asked.get("ntasks-per-node", "1")
         return nodes is not None and nodes.value == "1" and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
-    if not asked:  # nothing asked: one node, one task
-        return not strict
+    if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
+        return not strict and srun_option(shell, command, "--mpi") is None
     return asked.get("nodes") == "1" and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
 

@@ -33,7 +33,7 @@ def _same_on_every_node(parsed) -> bool:
 
 
 _DYNAMIC_RENDEZVOUS = re.compile(r"--rdzv[_-]backend[= ]+[\"']?(?!static\b)[a-z]")
-_NODE_RANK_BEFORE = re.compile(r"--(?:node|machine)[_-]rank[= ]+[\"']?$")
+_NODE_RANK_BEFORE = re.compile(r"--node[_-]rank[= ]+[\"']?$")
 
 
 def _statement(lines: list[str], number: int) -> str:
