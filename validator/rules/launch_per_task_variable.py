@@ -61,14 +61,17 @@ def check(target):
     parsed, shell = script.parsed, script.shell
     uniform = _same_on_every_node(parsed)
     read = {e.name for e in shell.expansions}
-    unread = {(a.line, a.name) for a in shell.assignments if not a.exported and a.name not in read}
+    unread: dict[int, list[str]] = {}
+    for a in shell.assignments:
+        if not a.exported and a.name not in read:
+            unread.setdefault(a.line, []).append(a.name)
     for expansion in shell.expansions:
         if expansion.name not in PER_TASK or _one_value(parsed, expansion.name):
             continue
         if expansion.name == "SLURM_GPUS_ON_NODE" and uniform:
             continue
         line = parsed.lines[expansion.line - 1] if expansion.line <= len(parsed.lines) else ""
-        if any(number == expansion.line and re.match(rf"\s*(export\s+)?{name}=", line) for number, name in unread):
+        if any(re.match(rf"\s*{name}=", line) for name in unread.get(expansion.line, ())):
             continue  # NODE_RANK=$SLURM_PROCID that nothing reads
         if _NODE_RANK_BEFORE.search(line[:expansion.col - 1]) \
                 and _DYNAMIC_RENDEZVOUS.search(_statement(parsed.lines, expansion.line)):

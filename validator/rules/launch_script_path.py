@@ -31,6 +31,7 @@ def _printed(expansion) -> bool:
 
 
 _SLURM = re.compile(r"SLURM_(SUBMIT_DIR|JOB_ID)\b")
+_SPOOL_TEST_WITHIN = 20  # lines after the assignment where the script tests it against the spool folder
 
 
 def _text(node) -> str:
@@ -53,13 +54,14 @@ def _guarded(expansion) -> bool:
     return False
 
 
-def _checked_for_spool(script, expansion) -> bool:
+def _checked_for_spool(script, by_line: dict, expansion) -> bool:
     """SCRIPT_DIR=$(dirname "$0") followed by a test of SCRIPT_DIR against slurmd's spool folder
     (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR`): the script knows and falls back."""
-    for a in script.shell.assignments:
-        if a.line == expansion.line and a.col <= expansion.col:
+    for a in by_line.get(expansion.line, ()):
+        if a.col <= expansion.col:
             use = re.compile(rf"\$\{{?{re.escape(a.name)}\b")
-            return any(use.search(line) and "slurmd" in line for line in script.parsed.lines[a.line:])
+            following = script.parsed.lines[a.line:a.line + _SPOOL_TEST_WITHIN]  # bounded: linear in the file
+            return any(use.search(line) and "slurmd" in line for line in following)
     return False
 
 
@@ -67,9 +69,12 @@ def check(target):
     script = target.script
     if not is_batch_script(script):
         return
+    by_line: dict = {}
+    for a in script.shell.assignments:
+        by_line.setdefault(a.line, []).append(a)
     for expansion in script.shell.expansions:
         if expansion.name in ("0", "BASH_SOURCE") and not _printed(expansion) and not _guarded(expansion) \
-                and not _checked_for_spool(script, expansion):
+                and not _checked_for_spool(script, by_line, expansion):
             yield (script.display, expansion.line, expansion.col,
                    f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
                    "use $SLURM_SUBMIT_DIR or a documented variable")
