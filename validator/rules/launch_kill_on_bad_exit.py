@@ -130,36 +130,53 @@ def _runs_ray(command) -> bool:
     return bool(_RAY.search(" ".join(a.raw for a in command.args)))
 
 
-def _independent(shell, command) -> bool:
-    """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
-    `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
-    programs; a single-quoted payload that starts nothing whose tasks work together is one too.
-    A step that bounds its tasks (`timeout`) or runs Ray (which handles a lost node) leaves
-    nothing waiting until the time limit."""
+def per_node_helper(shell, command) -> bool:
+    """A step that runs a per-node program (`srun mkdir -p ...`, `srun --ntasks-per-node=1 enroot
+    import ...`, `srun bash -c 'hostname; nvidia-smi'`): its tasks never talk to each other and it
+    is not the job's work (launch-strict-mode asks the same)."""
     program = _program(command)
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
-    if name in _BOUNDED or _runs_ray(command):
-        return True
     if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
         rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
         return bool(rest) and rest[0] in _RUNTIME_PER_NODE
     if name in _PER_NODE:
         return True
-    if name not in ("bash", "sh"):
-        return False
+    payload = _payload(command, program)
+    found = payload_text(shell, payload) if payload is not None else None
+    if found is not None:
+        inner = parse_shell(found[0])
+        if inner.commands and not inner.has_errors \
+                and all(c.name.rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands):
+            return True  # whatever --mpi says: these programs never talk
+    return False
+
+
+def _payload(command, program):
+    """The text of `bash -c TEXT` / `sh -c TEXT`, or None."""
+    if program is None or (program.value or "").rsplit("/", 1)[-1] not in ("bash", "sh"):
+        return None
     rest = command.args[command.args.index(program) + 1:]
-    if len(rest) < 2 or rest[0].value != "-c":
+    return rest[1] if len(rest) >= 2 and rest[0].value == "-c" else None
+
+
+def _independent(shell, command) -> bool:
+    """A step whose tasks never wait for each other: a per-node helper; a single-quoted `bash -c`
+    payload that starts nothing whose tasks work together. A step that bounds its tasks (`timeout`)
+    or runs Ray (which handles a lost node) leaves nothing waiting until the time limit."""
+    if per_node_helper(shell, command) or _runs_ray(command):
+        return True
+    program = _program(command)
+    if program is not None and (program.value or "").rsplit("/", 1)[-1] in _BOUNDED:
+        return True
+    payload = _payload(command, program)
+    if payload is None:
         return False
-    payload = rest[1]
     found = payload_text(shell, payload)
     if found is not None:
         inner = parse_shell(found[0])
-        if inner.commands and not inner.has_errors:
-            names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
-            if all(n in _PER_NODE for n in names):  # whatever --mpi says: these programs never talk
-                return True
-            if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in found[0]:
-                return True
+        names = [c.name.rsplit("/", 1)[-1] for c in inner.commands] if not inner.has_errors else []
+        if names[:1] and names[0] in _BOUNDED or "ray" in names and "start" in found[0]:
+            return True
     return payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED) \
         and not command.has_flag("--mpi")
 

@@ -2,10 +2,13 @@
 
 Premise: bash gives a pipeline the status of its last command unless pipefail, and a script the
 status of its last command unless -e (bash(1)). Holds for: every Slurm release (no Slurm behaviour
-involved). The default profile reports a lost srun status; set -euo pipefail before the first srun
-is A policy of our presets, not a defect elsewhere: strict profile only.
+involved). The default profile reports a lost srun status of a step that does the job's work (not
+of a per-node helper: hostname, mkdir, an image pull); set -euo pipefail before the first srun is a
+policy of our presets, not a defect elsewhere: strict profile only.
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+from validator.rules.launch_kill_on_bad_exit import per_node_helper
+
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -62,7 +65,14 @@ def _risks(script):
         flags |= f
         options |= o
     errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
-    sruns = [c for c in shell.named("srun") if _top_level(c)]
+    # a per-node helper step (hostname, mkdir, an image pull) is not the job's work: its status is not
+    # the one a reader of the job's state needs (round two of docs/real-world.md: 3 of 3 false). Where
+    # the work runs in sruns nested in if/case/functions, the top-level helper stands for them.
+    every = shell.named("srun")
+    top = [c for c in every if _top_level(c)]
+    sruns = [c for c in top if not per_node_helper(shell, c)]
+    if not sruns and len(top) < len(every):
+        sruns = top
     for command in sruns:
         parent = command.node.parent
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
