@@ -65,16 +65,16 @@ def _risks(script):
         flags |= f
         options |= o
     errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
-    # a per-node helper step (hostname, mkdir, an image pull) is not the job's work: its status is not
-    # the one a reader of the job's state needs (round two of docs/real-world.md: 3 of 3 false). Where
-    # the work runs in sruns nested in if/case/functions, the top-level helper stands for them.
+    # A per-node helper step (hostname, mkdir, an image pull) is not the job's work: a lost status of
+    # one is not the job's (round two of docs/real-world.md: 3 of 3 false). Where the work runs in
+    # sruns nested in if/case/functions, the last top-level step stands for them.
     every = shell.named("srun")
-    top = [c for c in every if _top_level(c)]
-    sruns = [c for c in top if not per_node_helper(shell, c)]
-    if not sruns and len(top) < len(every):
-        sruns = top
+    sruns = [c for c in every if _top_level(c)]
+    nested_work = len(sruns) < len(every)
     for command in sruns:
         parent = command.node.parent
+        if per_node_helper(shell, command):
+            continue
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
                                 "last command's (tee), a failed srun passes unnoticed"
@@ -82,6 +82,8 @@ def _risks(script):
     if errexit or not foreground:
         return
     main = max(foreground, key=lambda c: c.node.start_byte)
+    if per_node_helper(shell, main) and not nested_work:
+        return
     statement = _statement(main.node)
     after = [n for n in statement.parent.children
              if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")] \
