@@ -113,11 +113,10 @@ def test_preset_runs_on_n_nodes(cluster, preset, nodes, width, tmp_path):
     assert not any(FAKE_KEY in text for text in logs), "the wandb key leaked into a log"
 
 
-def test_killed_rank_fails_the_job_fast(cluster):
-    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000", gpus=CI_WIDTH)
-    deadline = time.monotonic() + 120
-    victim = None
-    while victim is None and time.monotonic() < deadline:
+def find_rank(job, rank, timeout=120):
+    """The pid of the functional loop's rank `rank` of `job`, once it runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
@@ -126,11 +125,16 @@ def test_killed_rank_fails_the_job_fast(cluster):
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"smoke.tiny_train" in cmdline and f"SLURM_JOB_ID={job}".encode() in environ and b"RANK=3" in environ:
-                victim = int(pid)
-                break
+            if b"smoke.tiny_train" in cmdline and f"SLURM_JOB_ID={job}".encode() in environ \
+                    and f"RANK={rank}".encode() in environ:
+                return int(pid)
         time.sleep(0.5)
-    assert victim, "rank 3 never started"
+    raise AssertionError(f"rank {rank} never started")
+
+
+def test_killed_rank_fails_the_job_fast(cluster):
+    job = submit(cluster, "ethernet-only", 2, extra=",SMOKE_FUNCTIONAL_STEPS=100000", gpus=CI_WIDTH)
+    victim = find_rank(job, 3)
     time.sleep(2)
     os.kill(victim, signal.SIGKILL)
     killed_at = time.monotonic()
@@ -140,6 +144,32 @@ def test_killed_rank_fails_the_job_fast(cluster):
     assert state == "FAILED" and exit_code != "0:0"
     verdict = json.loads((ROOT / "smoke-runs" / job / "verdict.json").read_text())
     assert verdict["verdict"] == "FAIL"
+
+
+def test_stopped_rank_is_named_by_the_hang_watchdog(cluster):
+    """A rank SIGSTOPped during training (real Slurm, functional mode, 3 nodes x 2 ranks): nothing
+    fails, everything waits; the watchdog ends the stage and the verdict names node2, rank 3.
+    SMOKE_HANG_AFTER=20 for CI time; the default (90) is what bench/hang_matrix.py runs."""
+    job = submit(cluster, "ethernet-only", 3, gpus=CI_WIDTH,
+                 extra=",SMOKE_FUNCTIONAL_STEPS=100000,SMOKE_FUNCTIONAL_STEP_MS=100,SMOKE_HANG_AFTER=20,"
+                       "SMOKE_LOCALIZE=never")
+    victim = find_rank(job, 3)
+    beat = ROOT / "smoke-runs" / job / "watch" / "megatron" / "node2.rank-3.beat"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and int((beat.read_text().split() or ["0"])[0] if beat.exists() else 0) < 5:
+        time.sleep(0.5)
+    os.kill(victim, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    state, _, _ = wait(cluster, job, timeout=180)
+    took = time.monotonic() - stopped_at
+    run = ROOT / "smoke-runs" / job
+    hang = json.loads((run / "hang.json").read_text())
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert [(c["node"], c["rank"], c["layer"]) for c in hang["culprits"]] == [("node2", 3, "unresponsive")], hang
+    assert [(s["node"], s["layer"]) for s in verdict["suspects"]] == [("node2", "unresponsive")]
+    assert verdict["verdict"] == "FAIL" and (run / "exclude.txt").read_text().split() == ["node2"]
+    assert state == "FAILED" and took < 20 + 90, f"{took:.0f} s from the stop to the job's end"
+    assert "smoke: watchdog: stage megatron made no progress" in job_log("ethernet-only", job)
 
 
 def test_rendezvous_that_cannot_form_fails_within_the_documented_bound(cluster, tmp_path):
