@@ -3,12 +3,20 @@
 Premise: slurmd runs a copy of the batch script from its spool folder, <spool>/job<id>/slurm_script
 (src/slurmd/slurmd/slurmd.c, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1): $0
 is that copy. Holds for: 22.05-26.05.
+Not reported where the script already copes with that: the value is taken in the else branch of an
+`if` that tests SLURM_JOB_ID, SLURM_JOBID or SLURM_SUBMIT_DIR (used only outside Slurm), or in an
+`if` or a function that also reads SLURM_SUBMIT_DIR, or it is assigned to a variable that such an `if`
+tests for the spool path (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR`): a fallback to
+the submit folder when the path names the spool copy. An `if` that tries the script's folder first
+(`[ -e "$(dirname $0)/$(basename $0)" ]`, true for the spool copy too) and the submit folder second
+is no fallback: it is still reported.
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = "$0 / BASH_SOURCE in a batch script point at Slurm's spool copy, not the repository."
+DESCRIPTION = ("$0 / BASH_SOURCE in a batch script point at Slurm's spool copy, not the repository "
+               "(unless the script falls back to SLURM_SUBMIT_DIR or uses them only outside Slurm).")
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("set -euo pipefail\n", 'set -euo pipefail\nhere=$(dirname "$0")\nsource "$here/lib.sh"\n')
 
@@ -25,12 +33,86 @@ def _printed(expansion) -> bool:
     return name is not None and name.text.decode("utf-8", "replace") in _NAMES_ONLY
 
 
+_SUBMIT = "SLURM_SUBMIT_DIR"
+_IN_SLURM = {"SLURM_JOB_ID", "SLURM_JOBID", _SUBMIT}
+_SCOPES = ("if_statement", "function_definition")
+
+
+def _key(node):
+    return (node.start_byte, node.end_byte, node.type)
+
+
+def _mark(expansions, names) -> set:
+    """The `if` statements and functions that read one of `names`. Each node is marked once and
+    the walk up stops at a marked one: linear in the script."""
+    marked = set()
+    for expansion in expansions:
+        if expansion.name not in names or expansion.node is None:
+            continue
+        node = expansion.node.parent
+        while node is not None:
+            if node.type in _SCOPES:
+                if _key(node) in marked:
+                    break
+                marked.add(_key(node))
+            node = node.parent
+    return marked
+
+
+def _assigned_name(node) -> str | None:
+    """The variable that a value holding this expansion is assigned to (also through $( ))."""
+    while node is not None and node.type not in ("variable_assignment", "program", "compound_statement", *_SCOPES):
+        node = node.parent
+    if node is None or node.type != "variable_assignment":
+        return None
+    name = node.child_by_field_name("name")
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
+_SPOOL_WORDS = ("slurmd", "spool", "slurm_script")
+
+
+def _spool_test(node) -> bool:
+    """The expansion is tested against Slurm's spool path: [[ $DIR == *slurmd* ]]."""
+    while node is not None and node.type not in ("test_command", "command", "program"):
+        node = node.parent
+    return (node is not None and node.type == "test_command"
+            and any(word in node.text.decode("utf-8", "replace").lower() for word in _SPOOL_WORDS))
+
+
+def _guarded(node, submit: set, in_slurm: set) -> bool:
+    """In an `if` or function that reads SLURM_SUBMIT_DIR, or in the else branch of an `if` that
+    tests whether it runs under Slurm."""
+    branch = None
+    while node is not None:
+        if node.type in ("else_clause", "elif_clause"):
+            branch = node
+        elif node.type in _SCOPES:
+            if _key(node) in submit:
+                return True
+            if node.type == "if_statement" and branch is not None and branch.parent == node and _key(node) in in_slurm:
+                return True
+        node = node.parent
+    return False
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
-    for expansion in script.shell.expansions:
-        if expansion.name in ("0", "BASH_SOURCE") and not _printed(expansion):
-            yield (script.display, expansion.line, expansion.col,
-                   f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
-                   "use $SLURM_SUBMIT_DIR or a documented variable")
+    expansions = script.shell.expansions
+    paths = [e for e in expansions if e.name in ("0", "BASH_SOURCE") and not _printed(e)]
+    if not paths:
+        return
+    submit, in_slurm = _mark(expansions, {_SUBMIT}), _mark(expansions, _IN_SLURM)
+    targets = {_assigned_name(e.node) for e in paths if e.node is not None} - {None}
+    # variables holding the script's path that an `if` reading SLURM_SUBMIT_DIR tests for the spool
+    fallback = {e.name for e in expansions
+                if e.name in targets and _spool_test(e.node) and _guarded(e.node, submit, set())}
+    for expansion in paths:
+        if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm)
+                                           or _assigned_name(expansion.node) in fallback):
+            continue
+        yield (script.display, expansion.line, expansion.col,
+               f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
+               "use $SLURM_SUBMIT_DIR or a documented variable")
