@@ -3,12 +3,24 @@
 Premise: SLURM_NODEID, SLURM_PROCID and SLURM_LOCALID are set per task by slurmstepd (setup_env in
 src/common/env.c at slurm-22-05-0-1 and slurm-26-05-1-1), SLURM_GPUS_ON_NODE per node
 (gres_common.c); in the batch shell they are node 0's, task 0's. Holds for: 22.05-26.05.
+Not reported where node 0's value does no harm:
+- a one-node job (--nodes=1) of one task per node, or SLURM_NODEID / SLURM_GPUS_ON_NODE on one
+  node: node 0's value is the only one;
+- the value is passed as --node_rank / --machine_rank to a launcher with --rdzv_backend c10d: torchrun
+  gives the rendezvous the node rank only for the static backend (torch/distributed/run.py,
+  config_from_args: `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`);
+  the c10d rendezvous assigns ranks itself. Without a backend it is static, and reported;
+- the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
+  or exported in a script whose launcher uses the c10d rendezvous).
 """
+import re
+
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = 'Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the batch shell, where they describe node 0 only.'
+DESCRIPTION = ('Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the '
+               'batch shell, where they describe node 0 only (not on one node, nor as a c10d launcher\'s node rank).')
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1", 'echo "node $SLURM_NODEID"\nsrun --kill-on-bad-exit=1')
 
@@ -25,15 +37,95 @@ def _same_on_every_node(parsed) -> bool:
                                                      and bool(parsed.get("ntasks-per-node")))
 
 
+_PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
+_C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
+_RANK_OPTION = re.compile(r"--(?:node|machine)[_-]rank[= ]+[\"']?$")
+_PRINTS = {"echo", "printf"}
+
+
+def _one_value(parsed, name: str) -> bool:
+    """One node, and for per-task names one task on it: node 0's value is the only one."""
+    if parsed.value("nodes") not in ("1", "1-1"):
+        return False
+    return name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks"))
+
+
+def _enclosing(node, kinds):
+    while node is not None and node.type not in kinds:
+        node = node.parent
+    return node
+
+
+def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
+    """The expansion is the value of --node_rank/--machine_rank in a command or string that also
+    says --rdzv_backend c10d (each scope's text searched once: `seen`)."""
+    node = expansion.node
+    if node is None:
+        return False
+    line_start = data.rfind(b"\n", 0, node.start_byte) + 1
+    if not _RANK_OPTION.search(data[line_start:node.start_byte].decode("utf-8", "replace")):
+        return False
+    scope = _enclosing(node, ("string", "raw_string", "command", "program"))
+    if scope is not None and scope.type == "string" and scope.parent is not None and scope.parent.type == "command":
+        scope = scope.parent  # a quoted argument: the command's other words say the backend
+    if scope is None:
+        return False
+    key = (scope.start_byte, scope.end_byte)
+    if key not in seen:
+        seen[key] = bool(_C10D.search(scope.text.decode("utf-8", "replace")))
+    return seen[key]
+
+
+def _read_beyond_printing(script, names: set) -> set:
+    """Those of `names` that something other than echo/printf reads: one pass over the expansions."""
+    out = set()
+    for expansion in script.shell.expansions:
+        if expansion.name in names and expansion.name not in out:
+            command = _enclosing(expansion.node, ("command", "program"))
+            called = command.child_by_field_name("name") if command is not None and command.type == "command" else None
+            if called is None or called.text.decode("utf-8", "replace") not in _PRINTS:
+                out.add(expansion.name)
+    return out
+
+
+def _assigned_to(node) -> str | None:
+    """X when the expansion is the whole value of X=$SLURM_PROCID (or export X=...)."""
+    parent = node.parent if node is not None else None
+    if parent is not None and parent.type == "string" and parent.named_child_count == 1:
+        parent = parent.parent
+    if parent is None or parent.type != "variable_assignment":
+        return None
+    name = parent.child_by_field_name("name")
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
-    uniform = _same_on_every_node(script.parsed)
+    parsed = script.parsed
+    uniform = _same_on_every_node(parsed)
+    root = script.shell.root
+    data = root.text if root is not None else b""
+    # the c10d rendezvous named in the script's code (a comment does not count)
+    c10d = any(_C10D.search(line.split("#", 1)[0]) for line in data.decode("utf-8", "replace").splitlines()
+               if not line.lstrip().startswith("#"))
+    candidates, seen = [], {}
     for expansion in script.shell.expansions:
-        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform:
+        if expansion.name not in PER_TASK:
             continue
-        if expansion.name in PER_TASK:
-            yield (script.display, expansion.line, expansion.col,
-                   f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "
-                   "expand it inside the step: single quotes, \\$, or a script the step runs")
+        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform or _one_value(parsed, expansion.name):
+            continue
+        if c10d and _c10d_rank(expansion, data, seen):
+            continue
+        candidates.append((expansion, _assigned_to(expansion.node)))
+    holders = {holder for _, holder in candidates if holder is not None}
+    # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d
+    exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders}
+    harmless = holders - _read_beyond_printing(script, holders) - exported
+    for expansion, holder in candidates:
+        if holder in harmless:
+            continue
+        yield (script.display, expansion.line, expansion.col,
+               f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "
+               "expand it inside the step: single quotes, \\$, or a script the step runs")
