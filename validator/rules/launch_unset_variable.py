@@ -3,6 +3,12 @@
 Premise: Slurm sets only the variables its man pages list (validator/data/slurm_env.txt from
 sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05); any other SLURM_ name expands empty.
 Holds for: 22.05-26.05.
+Only SLURM_ and SLURMD_ names are Slurm's output: SBATCH_*, SRUN_* and SALLOC_* are input variables
+that the user or the site sets for sbatch/srun/salloc to read (sbatch.1, srun.1 "INPUT ENVIRONMENT
+VARIABLES"), so an unset one (SRUN_ARGS, an options variable of the script's own) is no typo of
+Slurm's. SLURM_TMPDIR is set for every job by the job prolog of the Digital Research Alliance of
+Canada's and Mila's clusters (a site variable, not Slurm's): not reported. A name is set when the
+script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
 0.85 or more.
 """
@@ -22,7 +28,9 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nN
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nNNODES=$SLURM_NNODE\n"
                      "echo \"nodes: $NODES\"\n"}
 
-_SLURM = re.compile(r"^(SLURMD?|SBATCH|SRUN|SALLOC)_")
+_SLURM = re.compile(r"^SLURMD?_")
+# set by sites' job prologs for every job, not by Slurm
+_SITE = frozenset({"SLURM_TMPDIR"})
 
 
 @lru_cache(maxsize=1)
@@ -40,6 +48,14 @@ def _set_names(shell) -> set:
             variable = node.child_by_field_name("variable")
             if variable is not None:
                 names.add(variable.text.decode())
+        elif node.type == "declaration_command":  # declare -A NAME, local NAME: set (empty) here
+            names.update(c.text.decode("utf-8", "replace") for c in node.children if c.type == "variable_name")
+        elif node.type == "variable_assignment":  # NAME[key]=value
+            name = node.child_by_field_name("name")
+            if name is not None and name.type == "subscript":
+                base = name.child_by_field_name("name")
+                if base is not None:
+                    names.add(base.text.decode("utf-8", "replace"))
         elif node.type == "expansion":
             match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
             if match:
@@ -95,7 +111,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         if _SLURM.match(name):
-            if name in known:
+            if name in known or name in _SITE:
                 continue
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
             hint = f"; did you mean {close[0]}?" if close else ""
