@@ -117,6 +117,13 @@ def requested_gpus_per_node(parsed) -> int | None:
     return None
 
 
+def exclusive_nodes(parsed) -> bool:
+    """--exclusive with no value or =exclusive: no other job shares the job's nodes (=user and =mcs
+    still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at
+    slurm-26-05-1-1)."""
+    return any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive"))
+
+
 def is_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 

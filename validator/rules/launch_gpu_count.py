@@ -5,8 +5,12 @@ and slurm-26-05-1-1), SLURM_GPUS_ON_NODE by the GPU plugin for each step's node
 (src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1); a literal that
 differs from the job's own per-node GPU request starts too many or too few processes. Holds for:
 22.05-26.05.
+Not reported: SLURM_GPUS_PER_NODE in a job that asks --gpus-per-node=N without a type (the variable
+is then N on every node); a literal in an --exclusive job that asks no GPU count (the job has every
+GPU of its nodes, whose number the script does not say: the literal is the author's statement of it).
 """
-from validator.rules.base import GOOD_BATCH, as_int, bad_batch, launcher_commands, non_ascii_number, requested_gpus_per_node
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, non_ascii_number,
+                                  requested_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -20,20 +24,28 @@ WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task
          "SLURM_GPUS": "counts the whole job's GPUs, not one node's"}
 
 
+def _plain_gpus_per_node(parsed) -> bool:
+    """--gpus-per-node=N without a type: SLURM_GPUS_PER_NODE reads N."""
+    return any(as_int(option.value) is not None for option in parsed.get("gpus-per-node"))
+
+
 def check(target):
-    requested = requested_gpus_per_node(target.script.parsed)
+    parsed = target.script.parsed
+    requested = requested_gpus_per_node(parsed)
+    skip = {"SLURM_GPUS_PER_NODE"} if _plain_gpus_per_node(parsed) else set()
+    whole_nodes = requested is None and exclusive_nodes(parsed)
     for command in launcher_commands(target.script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")
         if word is None:
             continue
         for name, why in WRONG.items():
-            if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
+            if name not in skip and f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
         # a literal equal to the job's own per-node GPU request says the same thing twice
         odd = non_ascii_number(word.value)
         if odd:
             yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
-        if literal is not None and literal != requested:
+        if literal is not None and literal != requested and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

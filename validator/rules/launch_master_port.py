@@ -15,8 +15,8 @@ Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, manifest_of,
-                                  non_ascii_number, requested_gpus_per_node)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, is_decimal, launcher_commands,
+                                  manifest_of, non_ascii_number, requested_gpus_per_node)
 
 ID = "launch-master-port"
 SEVERITY = "error"
@@ -51,7 +51,7 @@ def _whole_nodes(target) -> bool:
     the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
     segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
     parsed = target.script.parsed
-    if any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive")):
+    if exclusive_nodes(parsed):
         return True
     manifest = manifest_of(target)
     topology = manifest.get("topology") if isinstance(manifest, dict) else None
