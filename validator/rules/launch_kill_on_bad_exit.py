@@ -9,15 +9,19 @@ SLURM_KILL_ON_BAD_EXIT, which does nothing and is reported. Tasks of a distribut
 block in their next collective until the time limit.
 Holds for: every release the validator knows (22.05-26.05). It is a defect only where tasks wait for
 each other: a step of one task (-n1, --ntasks=1, -N1 in a job of one task per node, a job of one
-task) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
+task, --ntasks=$SLURM_JOB_NUM_NODES in a job of one node, --ntasks-per-node=1 without --nodes and
+--ntasks: sbatch's default is one node, unless the job takes whole nodes: then the count comes at
+submission) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
 image pull, a package install: each task ends on its own) have nothing left hanging, in both profiles;
-nor has a step whose tasks run under `timeout`, or Ray's head and workers (Ray notices a lost node).
+nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray notices a lost node), or
+task-farm workers (ipengine, dask-worker: the controller hands a dead worker's work to the others).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, payload_text, srun_option
+from validator.rules.base import (GOOD_BATCH, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
+                                  srun_option)
 from validator.shell import parse_shell
 from validator.sbatch import option_table, SPANK_OPTIONS
 
@@ -41,10 +45,12 @@ def _one_task(shell, parsed, command, strict) -> bool:
     that asks for no more than one node and task): there are no other tasks to leave running.
     Presets take the node count at submission, so the strict profile does not read a missing
     --nodes as one node."""
+    asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
     count = srun_option(shell, command, "--ntasks", "-n")
     if count is not None:
-        return count.value == "1"
-    asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
+        # --ntasks=$SLURM_JOB_NUM_NODES: one task per node, one task in a job of one node
+        per_node_count = any(name in count.raw for name in _NODE_COUNT_VARIABLES)
+        return count.value == "1" or per_node_count and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -54,8 +60,23 @@ def _one_task(shell, parsed, command, strict) -> bool:
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task
         return not strict
-    return asked.get("nodes") == "1" and all(value == "1" for name, value in asked.items() if name != "nodes") \
+    # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
+    return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+_NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
+
+
+def _one_node(parsed, asked, strict) -> bool:
+    """The job has one node: --nodes=1, or (outside presets, which take the node count at submission)
+    neither --nodes nor more than one task asked, in a job that does not take whole nodes: one that
+    asks every GPU (8), all memory (--mem=0) or --exclusive and no node count is meant for
+    `sbatch -N` (Azure's fairseq sample says so in its readme)."""
+    if "nodes" in asked:
+        return asked["nodes"] in ("1", "1-1")
+    whole = exclusive_nodes(parsed) or parsed.value("mem") == "0" or (requested_gpus_per_node(parsed) or 0) >= 8
+    return not strict and not whole and asked.get("ntasks", "1") == "1"
 
 
 # Programs whose tasks never talk to each other: each node's task does its own work and ends.
@@ -70,7 +91,9 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
-_BOUNDED = {"timeout"}
+# Workers of a task farm (IPython parallel engines, Dask workers) each take work from a controller:
+# a dead one blocks nobody, the controller hands its work to the others.
+_BOUNDED = {"timeout", "ipengine", "dask-worker"}
 # Container runtimes: per node when they import or pull, coupled when they run a coupled program.
 _RUNTIMES = {"enroot", "docker", "podman", "podman-hpc", "apptainer", "singularity", "shifter"}
 _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "list", "images", "rm", "rmi", "version",
