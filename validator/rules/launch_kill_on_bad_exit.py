@@ -153,6 +153,34 @@ def _runs_ray(command) -> bool:
     return bool(_RAY.search(" ".join(a.raw for a in command.args)))
 
 
+def helper_step(shell, command) -> bool:
+    """A per-node helper step: its program (or every command of its `bash -c` payload) is one of
+    _PER_NODE (mkdir, hostname, curl, nvidia-smi, ...), whose tasks never talk to each other."""
+    program = _program(command)
+    name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
+    if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
+        rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
+        return bool(rest) and rest[0] in _RUNTIME_PER_NODE
+    if name in _PER_NODE:
+        return True
+    inner = _payload(shell, command, program, name)
+    return inner is not None and all(c.name.rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
+
+
+def _payload(shell, command, program, name):
+    """The parsed `bash -c` payload of a step, or None."""
+    if name not in ("bash", "sh"):
+        return None
+    rest = command.args[command.args.index(program) + 1:]
+    if len(rest) < 2 or rest[0].value != "-c":
+        return None
+    found = payload_text(shell, rest[1])
+    if found is None:
+        return None
+    inner = parse_shell(found[0])
+    return inner if inner.commands and not inner.has_errors else None
+
+
 def _independent(shell, command) -> bool:
     """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
     `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
@@ -161,28 +189,19 @@ def _independent(shell, command) -> bool:
     nothing waiting until the time limit."""
     program = _program(command)
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
-    if name in _BOUNDED or _runs_ray(command):
+    if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
         return True
-    if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
-        rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
-        return bool(rest) and rest[0] in _RUNTIME_PER_NODE
-    if name in _PER_NODE:
-        return True
-    if name not in ("bash", "sh"):
+    if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
     rest = command.args[command.args.index(program) + 1:]
     if len(rest) < 2 or rest[0].value != "-c":
         return False
     payload = rest[1]
-    found = payload_text(shell, payload)
-    if found is not None:
-        inner = parse_shell(found[0])
-        if inner.commands and not inner.has_errors:
-            names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
-            if all(n in _PER_NODE for n in names):  # whatever --mpi says: these programs never talk
-                return True
-            if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in found[0]:
-                return True
+    inner = _payload(shell, command, program, name)
+    if inner is not None:
+        names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
+        if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in payload_text(shell, payload)[0]:
+            return True
     return payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED) \
         and not command.has_flag("--mpi")
 

@@ -3,9 +3,12 @@
 Premise: bash gives a pipeline the status of its last command unless pipefail, and a script the
 status of its last command unless -e (bash(1)). Holds for: every Slurm release (no Slurm behaviour
 involved). The default profile reports a lost srun status; set -euo pipefail before the first srun
-is A policy of our presets, not a defect elsewhere: strict profile only.
+is A policy of our presets, not a defect elsewhere: strict profile only. A per-node helper step
+(hostname, mkdir, curl, nvidia-smi: helper_step of launch-kill-on-bad-exit) is not the job's work:
+its status is not the one to keep, so it is neither the main srun nor a lost one in a pipeline.
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -62,13 +65,18 @@ def _risks(script):
         flags |= f
         options |= o
     errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
-    sruns = [c for c in shell.named("srun") if _top_level(c)]
+    sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
     for command in sruns:
         parent = command.node.parent
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
                                 "last command's (tee), a failed srun passes unnoticed"
     foreground = [c for c in sruns if not _backgrounded(c.node)]  # wait collects the others
+    if not foreground and not errexit:
+        # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
+        nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
+                  and _statement(c.node).type == "if_statement"]
+        foreground = nested[-1:]
     if errexit or not foreground:
         return
     main = max(foreground, key=lambda c: c.node.start_byte)
