@@ -6,10 +6,11 @@ src/common/env.c at slurm-22-05-0-1 and slurm-26-05-1-1), SLURM_GPUS_ON_NODE per
 Not reported where node 0's value does no harm:
 - a one-node job (--nodes=1) of one task per node, or SLURM_NODEID / SLURM_GPUS_ON_NODE on one
   node: node 0's value is the only one;
-- the value is passed as --node_rank / --machine_rank to a launcher with --rdzv_backend c10d: torchrun
-  gives the rendezvous the node rank only for the static backend (torch/distributed/run.py,
-  config_from_args: `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`);
-  the c10d rendezvous assigns ranks itself. Without a backend it is static, and reported;
+- the value is passed as torchrun's --node_rank with --rdzv_backend c10d: torchrun gives the
+  rendezvous the node rank only for the static backend (torch/distributed/run.py, config_from_args:
+  `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`); the c10d rendezvous
+  assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank is
+  reported whatever the backend: its DeepSpeed launcher (no ssh) passes it on as the node rank;
 - the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
   or exported in a script whose launcher uses the c10d rendezvous).
 """
@@ -20,7 +21,7 @@ ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
 DESCRIPTION = ('Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the '
-               'batch shell, where they describe node 0 only (not on one node, nor as a c10d launcher\'s node rank).')
+               'batch shell, where they describe node 0 only (not on one node, nor as torchrun\'s node rank with c10d).')
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1", 'echo "node $SLURM_NODEID"\nsrun --kill-on-bad-exit=1')
 
@@ -39,7 +40,7 @@ def _same_on_every_node(parsed) -> bool:
 
 _PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
 _C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
-_RANK_OPTION = re.compile(r"--(?:node|machine)[_-]rank[= ]+[\"']?$")
+_RANK_OPTION = re.compile(r"--node[_-]rank[= ]+[\"']?$")
 _PRINTS = {"echo", "printf"}
 
 
