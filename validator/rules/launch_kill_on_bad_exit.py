@@ -10,8 +10,9 @@ block in their next collective until the time limit.
 Holds for: every release the validator knows (22.05-26.05). It is a defect only where tasks wait for
 each other: a step of one task (-n1, --ntasks=1, -N1 in a job of one task per node, a job of one
 task, --ntasks=$SLURM_JOB_NUM_NODES in a job of one node, --ntasks-per-node=1 without --nodes and
---ntasks: sbatch's default is one node, unless the job takes whole nodes: then the count comes at
-submission) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
+--ntasks: without -N sbatch allocates "enough nodes to satisfy the requested resources as expressed
+by per-job specification options" (sbatch.1, --nodes, at slurm-22-05-0-1 and slurm-26-05-1-1), one
+node here, unless the job takes whole nodes: then the count comes at submission) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
 image pull, a package install: each task ends on its own) have nothing left hanging, in both profiles;
 nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray notices a lost node), or
 task-farm workers (ipengine, dask-worker: the controller hands a dead worker's work to the others).

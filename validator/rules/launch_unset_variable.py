@@ -4,10 +4,12 @@ Premise: Slurm sets only the variables its man pages list (validator/data/slurm_
 sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05); any other SLURM_ name expands empty.
 Holds for: 22.05-26.05.
 Only SLURM_ and SLURMD_ names are Slurm's output: SBATCH_*, SRUN_* and SALLOC_* are input variables
-that the user or the site sets for sbatch/srun/salloc to read (sbatch.1, srun.1 "INPUT ENVIRONMENT
-VARIABLES"), so an unset one (SRUN_ARGS, an options variable of the script's own) is no typo of
-Slurm's. SLURM_TMPDIR is set for every job by the job prolog of the Digital Research Alliance of
-Canada's and Mila's clusters (a site variable, not Slurm's): not reported. A name is set when the
+that the user or the site sets for sbatch/srun/salloc to read (sbatch.1 and srun.1, "INPUT ENVIRONMENT
+VARIABLES", at slurm-22-05-0-1 and slurm-26-05-1-1), so an unset one (SRUN_ARGS, an options variable of the script's own) is no typo of
+Slurm's. SLURM_TMPDIR is set for every job by the TaskProlog of the Digital Research Alliance of
+Canada's and Mila's clusters (a site variable, not Slurm's: a TaskProlog that prints "export
+NAME=value" adds NAME to the task's environment, _proc_stdout in src/slurmd/slurmstepd/task.c at
+slurm-26-05-1-1): not reported. A name is set when the
 script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
 0.85 or more.
