@@ -96,8 +96,8 @@ def as_int(text: str | None, digits: int = 18) -> int | None:
 
 def requested_gpus_per_node(parsed) -> int | None:
     """The GPU count each node gets from the directives: --gpus-per-node=[type:]N,
-    --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node (or alone, with as many tasks as
-    nodes), or --gpus=N on one node."""
+    --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node (or --ntasks over --nodes when it
+    divides evenly: Slurm spreads the tasks one node's share each), or --gpus=N on one node."""
     def count(text):
         return as_int((text or "").rsplit(":", 1)[-1])
     for option in parsed.get("gpus-per-node"):
@@ -107,14 +107,21 @@ def requested_gpus_per_node(parsed) -> int | None:
             if item.split(":", 1)[0] in ("gpu", "gres/gpu"):
                 return count(item) if ":" in item else 1
     per_task, tasks = count(parsed.value("gpus-per-task")), as_int(parsed.value("ntasks-per-node"))
+    if per_task is not None and tasks is None:
+        total, nodes = as_int(parsed.value("ntasks")), as_int(parsed.value("nodes"))
+        tasks = total // nodes if total and nodes and total % nodes == 0 else None
     if per_task is not None and tasks is not None:
         return per_task * tasks
-    nodes, ntasks = as_int(parsed.value("nodes")), as_int(parsed.value("ntasks"))
-    if per_task is not None and nodes is not None and nodes == ntasks:  # one task per node
-        return per_task
     if parsed.value("nodes") == "1" and parsed.value("gpus"):
         return count(parsed.value("gpus"))
     return None
+
+
+def exclusive_nodes(parsed) -> bool:
+    """--exclusive with no value or =exclusive: no other job shares the job's nodes (=user and =mcs
+    still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at
+    slurm-26-05-1-1)."""
+    return any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive"))
 
 
 def is_secret(name: str) -> bool:

@@ -3,13 +3,14 @@
 Premise: SLURM_GPUS_PER_NODE is set only from --gpus-per-node (src/common/env.c at slurm-22-05-0-1
 and slurm-26-05-1-1), SLURM_GPUS_ON_NODE by the GPU plugin for each step's node
 (src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1); a literal that
-differs from the job's own per-node GPU request starts too many or too few processes. Where the
-job asks --gpus-per-node=N (a plain count), SLURM_GPUS_PER_NODE is N and right; where it asks no
-GPU count at all, a literal has nothing to differ from (the site's nodes decide): reported in the
-strict profile only, where presets always ask. Holds for:
+differs from the job's own per-node GPU request starts too many or too few processes. Holds for:
 22.05-26.05.
+Not reported: SLURM_GPUS_PER_NODE in a job that asks --gpus-per-node=N without a type (the variable
+is then N on every node); a literal in an --exclusive job that asks no GPU count (the job has every
+GPU of its nodes, whose number the script does not say: the literal is the author's statement of it).
 """
-from validator.rules.base import GOOD_BATCH, as_int, bad_batch, launcher_commands, non_ascii_number, requested_gpus_per_node
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, non_ascii_number,
+                                  requested_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -24,29 +25,27 @@ WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task
 
 
 def _plain_gpus_per_node(parsed) -> bool:
-    """--gpus-per-node=N, digits only: sbatch exports it as given (set_env_from_opts in
-    src/common/env.c at slurm-22-05-0-1 and slurm-26-05-1-1), so SLURM_GPUS_PER_NODE is N."""
-    values = [option.value for option in parsed.get("gpus-per-node")]
-    return bool(values) and as_int(values[-1]) is not None
+    """--gpus-per-node=N without a type: SLURM_GPUS_PER_NODE reads N."""
+    return any(as_int(option.value) is not None for option in parsed.get("gpus-per-node"))
 
 
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
+    skip = {"SLURM_GPUS_PER_NODE"} if _plain_gpus_per_node(parsed) else set()
+    whole_nodes = requested is None and exclusive_nodes(parsed)
     for command in launcher_commands(target.script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")
         if word is None:
             continue
         for name, why in WRONG.items():
-            if name == "SLURM_GPUS_PER_NODE" and _plain_gpus_per_node(parsed):
-                continue
-            if f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
+            if name not in skip and f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
         # a literal equal to the job's own per-node GPU request says the same thing twice
         odd = non_ascii_number(word.value)
         if odd:
             yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
-        if literal is not None and literal != requested and (requested is not None or target.strict):
+        if literal is not None and literal != requested and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

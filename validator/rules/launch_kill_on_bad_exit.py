@@ -9,15 +9,20 @@ SLURM_KILL_ON_BAD_EXIT, which does nothing and is reported. Tasks of a distribut
 block in their next collective until the time limit.
 Holds for: every release the validator knows (22.05-26.05). It is a defect only where tasks wait for
 each other: a step of one task (-n1, --ntasks=1, -N1 in a job of one task per node, a job of one
-task) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
+task, --ntasks=$SLURM_JOB_NUM_NODES in a job of one node, --ntasks-per-node=1 without --nodes and
+--ntasks: without -N sbatch allocates "enough nodes to satisfy the requested resources as expressed
+by per-job specification options" (sbatch.1, --nodes, at slurm-22-05-0-1 and slurm-26-05-1-1), one
+node here, unless the job takes whole nodes: then the count comes at submission) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
 image pull, a package install: each task ends on its own) have nothing left hanging, in both profiles;
-nor has a step whose tasks run under `timeout`, or Ray's head and workers (Ray notices a lost node).
+nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray notices a lost node), or
+task-farm workers (ipengine, dask-worker: the controller hands a dead worker's work to the others).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, payload_text, srun_option
+from validator.rules.base import (GOOD_BATCH, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
+                                  srun_option)
 from validator.shell import parse_shell
 from validator.sbatch import option_table, SPANK_OPTIONS
 
@@ -41,10 +46,12 @@ def _one_task(shell, parsed, command, strict) -> bool:
     that asks for no more than one node and task): there are no other tasks to leave running.
     Presets take the node count at submission, so the strict profile does not read a missing
     --nodes as one node."""
+    asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
     count = srun_option(shell, command, "--ntasks", "-n")
     if count is not None:
-        return count.value == "1"
-    asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
+        # --ntasks=$SLURM_JOB_NUM_NODES: one task per node, one task in a job of one node
+        per_node_count = any(name in count.raw for name in _NODE_COUNT_VARIABLES)
+        return count.value == "1" or per_node_count and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -54,8 +61,23 @@ def _one_task(shell, parsed, command, strict) -> bool:
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
         return not strict and srun_option(shell, command, "--mpi") is None
-    return asked.get("nodes") == "1" and all(value == "1" for name, value in asked.items() if name != "nodes") \
+    # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
+    return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+_NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
+
+
+def _one_node(parsed, asked, strict) -> bool:
+    """The job has one node: --nodes=1, or (outside presets, which take the node count at submission)
+    neither --nodes nor more than one task asked, in a job that does not take whole nodes: one that
+    asks every GPU (8), all memory (--mem=0) or --exclusive and no node count is meant for
+    `sbatch -N` (Azure's fairseq sample says so in its readme)."""
+    if "nodes" in asked:
+        return asked["nodes"] in ("1", "1-1")
+    whole = exclusive_nodes(parsed) or parsed.value("mem") == "0" or (requested_gpus_per_node(parsed) or 0) >= 8
+    return not strict and not whole and asked.get("ntasks", "1") == "1"
 
 
 # Programs whose tasks never talk to each other: each node's task does its own work and ends.
@@ -70,7 +92,9 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
-_BOUNDED = {"timeout"}
+# Workers of a task farm (IPython parallel engines, Dask workers) each take work from a controller:
+# a dead one blocks nobody, the controller hands its work to the others.
+_BOUNDED = {"timeout", "ipengine", "dask-worker"}
 # Container runtimes: per node when they import or pull, coupled when they run a coupled program.
 _RUNTIMES = {"enroot", "docker", "podman", "podman-hpc", "apptainer", "singularity", "shifter"}
 _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "list", "images", "rm", "rmi", "version",
@@ -130,10 +154,9 @@ def _runs_ray(command) -> bool:
     return bool(_RAY.search(" ".join(a.raw for a in command.args)))
 
 
-def per_node_helper(shell, command) -> bool:
-    """A step that runs a per-node program (`srun mkdir -p ...`, `srun --ntasks-per-node=1 enroot
-    import ...`, `srun bash -c 'hostname; nvidia-smi'`): its tasks never talk to each other and it
-    is not the job's work (launch-strict-mode asks the same)."""
+def helper_step(shell, command) -> bool:
+    """A per-node helper step: its program (or every command of its `bash -c` payload) is one of
+    _PER_NODE (mkdir, hostname, curl, nvidia-smi, ...), whose tasks never talk to each other."""
     program = _program(command)
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
@@ -141,41 +164,44 @@ def per_node_helper(shell, command) -> bool:
         return bool(rest) and rest[0] in _RUNTIME_PER_NODE
     if name in _PER_NODE:
         return True
-    payload = _payload(command, program)
-    found = payload_text(shell, payload) if payload is not None else None
-    if found is not None:
-        inner = parse_shell(found[0])
-        if inner.commands and not inner.has_errors \
-                and all(c.name.rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands):
-            return True  # whatever --mpi says: these programs never talk
-    return False
+    inner = _payload(shell, command, program, name)
+    return inner is not None and all(c.name.rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
 
 
-def _payload(command, program):
-    """The text of `bash -c TEXT` / `sh -c TEXT`, or None."""
-    if program is None or (program.value or "").rsplit("/", 1)[-1] not in ("bash", "sh"):
+def _payload(shell, command, program, name):
+    """The parsed `bash -c` payload of a step, or None."""
+    if name not in ("bash", "sh"):
         return None
     rest = command.args[command.args.index(program) + 1:]
-    return rest[1] if len(rest) >= 2 and rest[0].value == "-c" else None
+    if len(rest) < 2 or rest[0].value != "-c":
+        return None
+    found = payload_text(shell, rest[1])
+    if found is None:
+        return None
+    inner = parse_shell(found[0])
+    return inner if inner.commands and not inner.has_errors else None
 
 
 def _independent(shell, command) -> bool:
-    """A step whose tasks never wait for each other: a per-node helper; a single-quoted `bash -c`
-    payload that starts nothing whose tasks work together. A step that bounds its tasks (`timeout`)
-    or runs Ray (which handles a lost node) leaves nothing waiting until the time limit."""
-    if per_node_helper(shell, command) or _runs_ray(command):
-        return True
+    """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
+    `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
+    programs; a single-quoted payload that starts nothing whose tasks work together is one too.
+    A step that bounds its tasks (`timeout`) or runs Ray (which handles a lost node) leaves
+    nothing waiting until the time limit."""
     program = _program(command)
-    if program is not None and (program.value or "").rsplit("/", 1)[-1] in _BOUNDED:
+    name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
+    if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
         return True
-    payload = _payload(command, program)
-    if payload is None:
+    if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
-    found = payload_text(shell, payload)
-    if found is not None:
-        inner = parse_shell(found[0])
-        names = [c.name.rsplit("/", 1)[-1] for c in inner.commands] if not inner.has_errors else []
-        if names[:1] and names[0] in _BOUNDED or "ray" in names and "start" in found[0]:
+    rest = command.args[command.args.index(program) + 1:]
+    if len(rest) < 2 or rest[0].value != "-c":
+        return False
+    payload = rest[1]
+    inner = _payload(shell, command, program, name)
+    if inner is not None:
+        names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
+        if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in payload_text(shell, payload)[0]:
             return True
     return payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED) \
         and not command.has_flag("--mpi")

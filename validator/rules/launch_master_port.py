@@ -4,29 +4,32 @@ Premise: two jobs on one node that bind the same TCP port: the second rendezvous
 "address already in use". Slurm places several jobs on a node unless the job takes the whole node:
 --exclusive (JOB_SHARED_NONE, arg_set_exclusive in src/common/slurm_opt.c at slurm-22-05-0-1 and
 slurm-26-05-1-1; sbatch.1 at slurm-25-11-7-1: "can not share nodes with other running jobs"), or
-every GPU and CPU of it. The GPU count of a node is the preset manifest's topology.gpu.per_node,
-else 8 (HGX and DGX boards); its CPU count is not in the script, so "every CPU" is 96 or more (the
-vCPUs of Azure ND96 and AWS p4d nodes), a heuristic: all GPUs with a few CPUs still leave room for
-another job. A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
+every GPU of it: a second job that rendezvouses needs GPUs, and none is left. The GPU count of a
+node is the preset manifest's topology.gpu.per_node, else 8 (HGX and DGX boards, LUMI-G's 8 GCDs:
+no common GPU node has more), or 4 when the job also takes 32 or more CPUs of the node (the
+4-GPU boards of V100/A100 clusters have 32 to 64 cores: CSC Puhti, Jean Zay): a heuristic, the node's
+real size is not in the script; 4 GPUs with a few CPUs still leave room for another job.
+A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
 reported on any job.
 Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, manifest_of,
-                                  non_ascii_number, requested_gpus_per_node)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, is_decimal, launcher_commands,
+                                  manifest_of, non_ascii_number, requested_gpus_per_node)
 
 ID = "launch-master-port"
 SEVERITY = "error"
 SCOPE = "script"
 DESCRIPTION = ('A fixed rendezvous port (29500) collides when jobs share a node (not with --exclusive or every GPU '
-               'and CPU of the node); derive it from the job id, within 1024-32767.')
+               'of the node); derive it from the job id, within 1024-32767.')
 GOOD = {"run.sbatch": GOOD_BATCH}
-BAD = bad_batch("export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12000 ))", "export MASTER_PORT=29500")
+# two of the node's GPUs: another job can land beside it
+BAD = {"run.sbatch": bad_batch("export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12000 ))", "export MASTER_PORT=29500")
+       ["run.sbatch"].replace("#SBATCH --gpus-per-task=8", "#SBATCH --gpus-per-task=2", 1)}
 _NODE_GPUS = 8  # GPUs of a node when no manifest says: HGX/DGX boards
-# CPUs that leave no room for another job beside every GPU: the vCPUs of the common 8-GPU cloud nodes
-# (Azure ND96, AWS p4d: 96). A heuristic: the node's real CPU count is not in the script.
-_NODE_CPUS = 96
+# A 4-GPU request takes a whole node when it also takes this many CPUs (4-GPU boards have 32-64 cores).
+_SMALL_NODE_GPUS, _SMALL_NODE_CPUS = 4, 32
 
 
 _PORT = re.compile(r":([0-9]+)$")
@@ -44,18 +47,23 @@ def _cpus_per_node(parsed) -> int:
 
 
 def _whole_nodes(target) -> bool:
-    """--exclusive (no value, or =exclusive), or every GPU and CPU of the node: no other job shares
+    """--exclusive (no value, or =exclusive), or every GPU of the node: no other job of this kind shares
     the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
     segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
     parsed = target.script.parsed
-    if any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive")):
+    if exclusive_nodes(parsed):
         return True
     manifest = manifest_of(target)
     topology = manifest.get("topology") if isinstance(manifest, dict) else None
     gpu = topology.get("gpu") if isinstance(topology, dict) else None
     node_gpus = gpu.get("per_node") if isinstance(gpu, dict) and isinstance(gpu.get("per_node"), int) else _NODE_GPUS
     requested = requested_gpus_per_node(parsed)
-    return requested is not None and requested >= node_gpus and _cpus_per_node(parsed) >= _NODE_CPUS
+    if requested is None:
+        return False
+    if requested >= node_gpus:
+        return True
+    return (node_gpus == _NODE_GPUS and requested >= _SMALL_NODE_GPUS
+            and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
 
 
 _FIXED = "fixed port"

@@ -3,11 +3,16 @@
 Premise: SLURM_NODEID, SLURM_PROCID and SLURM_LOCALID are set per task by slurmstepd (setup_env in
 src/common/env.c at slurm-22-05-0-1 and slurm-26-05-1-1), SLURM_GPUS_ON_NODE per node
 (gres_common.c); in the batch shell they are node 0's, task 0's. Holds for: 22.05-26.05.
-Not a defect where node 0's value is every task's (a job of one node: SLURM_NODEID; of one task per
-node on one node: SLURM_PROCID, SLURM_LOCALID), where the value is assigned to a variable nothing
-reads, or where it is torchrun's or accelerate's node rank beside a rendezvous backend other than
-static: torch/distributed/run.py passes --node-rank to the rendezvous only for the static backend
-("node_rank is only used for static rdzv_backend. It will be ignored", torch 2.13).
+Not reported where node 0's value does no harm:
+- a one-node job (--nodes=1) of one task per node, or SLURM_NODEID / SLURM_GPUS_ON_NODE on one
+  node: node 0's value is the only one;
+- the value is passed as torchrun's --node_rank with --rdzv_backend c10d: torchrun gives the
+  rendezvous the node rank only for the static backend (torch/distributed/run.py, config_from_args:
+  `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`); the c10d rendezvous
+  assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank is
+  reported whatever the backend: its DeepSpeed launcher (no ssh) passes it on as the node rank;
+- the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
+  or exported in a script whose launcher uses the c10d rendezvous).
 """
 import re
 
@@ -15,7 +20,8 @@ from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = 'Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the batch shell, where they describe node 0 only.'
+DESCRIPTION = ('Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the '
+               'batch shell, where they describe node 0 only (not on one node, nor as torchrun\'s node rank with c10d).')
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1", 'echo "node $SLURM_NODEID"\nsrun --kill-on-bad-exit=1')
 
@@ -32,49 +38,94 @@ def _same_on_every_node(parsed) -> bool:
                                                      and bool(parsed.get("ntasks-per-node")))
 
 
-_DYNAMIC_RENDEZVOUS = re.compile(r"--rdzv[_-]backend[= ]+[\"']?(?!static\b)[a-z]")
-_NODE_RANK_BEFORE = re.compile(r"--node[_-]rank[= ]+[\"']?$")
-
-
-def _statement(lines: list[str], number: int) -> str:
-    """The physical lines joined by backslash continuations around line `number` (1-based)."""
-    start = number
-    while start > 1 and lines[start - 2].rstrip().endswith("\\"):
-        start -= 1
-    end = number
-    while end < len(lines) and lines[end - 1].rstrip().endswith("\\"):
-        end += 1
-    return "\n".join(lines[start - 1:end])
+_PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
+_C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
+_RANK_OPTION = re.compile(r"--node[_-]rank[= ]+[\"']?$")
+_PRINTS = {"echo", "printf"}
 
 
 def _one_value(parsed, name: str) -> bool:
-    """Node 0's value is every task's: a job of one node (SLURM_NODEID), and of one task (PROCID, LOCALID)."""
-    if parsed.value("nodes") != "1":
+    """One node, and for per-task names one task on it: node 0's value is the only one."""
+    if parsed.value("nodes") not in ("1", "1-1"):
         return False
-    return name == "SLURM_NODEID" or parsed.value("ntasks-per-node") == "1" or parsed.value("ntasks") == "1"
+    return name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks"))
+
+
+def _enclosing(node, kinds):
+    while node is not None and node.type not in kinds:
+        node = node.parent
+    return node
+
+
+def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
+    """The expansion is the value of --node_rank/--machine_rank in a command or string that also
+    says --rdzv_backend c10d (each scope's text searched once: `seen`)."""
+    node = expansion.node
+    if node is None:
+        return False
+    line_start = data.rfind(b"\n", 0, node.start_byte) + 1
+    if not _RANK_OPTION.search(data[line_start:node.start_byte].decode("utf-8", "replace")):
+        return False
+    scope = _enclosing(node, ("string", "raw_string", "command", "program"))
+    if scope is not None and scope.type == "string" and scope.parent is not None and scope.parent.type == "command":
+        scope = scope.parent  # a quoted argument: the command's other words say the backend
+    if scope is None:
+        return False
+    key = (scope.start_byte, scope.end_byte)
+    if key not in seen:
+        seen[key] = bool(_C10D.search(scope.text.decode("utf-8", "replace")))
+    return seen[key]
+
+
+def _read_beyond_printing(script, names: set) -> set:
+    """Those of `names` that something other than echo/printf reads: one pass over the expansions."""
+    out = set()
+    for expansion in script.shell.expansions:
+        if expansion.name in names and expansion.name not in out:
+            command = _enclosing(expansion.node, ("command", "program"))
+            called = command.child_by_field_name("name") if command is not None and command.type == "command" else None
+            if called is None or called.text.decode("utf-8", "replace") not in _PRINTS:
+                out.add(expansion.name)
+    return out
+
+
+def _assigned_to(node) -> str | None:
+    """X when the expansion is the whole value of X=$SLURM_PROCID (or export X=...)."""
+    parent = node.parent if node is not None else None
+    if parent is not None and parent.type == "string" and parent.named_child_count == 1:
+        parent = parent.parent
+    if parent is None or parent.type != "variable_assignment":
+        return None
+    name = parent.child_by_field_name("name")
+    return name.text.decode("utf-8", "replace") if name is not None else None
 
 
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
-    parsed, shell = script.parsed, script.shell
+    parsed = script.parsed
     uniform = _same_on_every_node(parsed)
-    read = {e.name for e in shell.expansions}
-    unread: dict[int, list[str]] = {}
-    for a in shell.assignments:
-        if not a.exported and a.name not in read:
-            unread.setdefault(a.line, []).append(a.name)
-    for expansion in shell.expansions:
-        if expansion.name not in PER_TASK or _one_value(parsed, expansion.name):
+    root = script.shell.root
+    data = root.text if root is not None else b""
+    # the c10d rendezvous named in the script's code (a comment does not count)
+    c10d = any(_C10D.search(line.split("#", 1)[0]) for line in data.decode("utf-8", "replace").splitlines()
+               if not line.lstrip().startswith("#"))
+    candidates, seen = [], {}
+    for expansion in script.shell.expansions:
+        if expansion.name not in PER_TASK:
             continue
-        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform:
+        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform or _one_value(parsed, expansion.name):
             continue
-        line = parsed.lines[expansion.line - 1] if expansion.line <= len(parsed.lines) else ""
-        if any(re.match(rf"\s*{name}=", line) for name in unread.get(expansion.line, ())):
-            continue  # NODE_RANK=$SLURM_PROCID that nothing reads
-        if _NODE_RANK_BEFORE.search(line[:expansion.col - 1]) \
-                and _DYNAMIC_RENDEZVOUS.search(_statement(parsed.lines, expansion.line)):
+        if c10d and _c10d_rank(expansion, data, seen):
+            continue
+        candidates.append((expansion, _assigned_to(expansion.node)))
+    holders = {holder for _, holder in candidates if holder is not None}
+    # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d
+    exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders}
+    harmless = holders - _read_beyond_printing(script, holders) - exported
+    for expansion, holder in candidates:
+        if holder in harmless:
             continue
         yield (script.display, expansion.line, expansion.col,
                f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "

@@ -2,18 +2,21 @@
 
 Premise: slurmd runs a copy of the batch script from its spool folder, <spool>/job<id>/slurm_script
 (src/slurmd/slurmd/slurmd.c, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1): $0
-is that copy. Holds for: 22.05-26.05. Not reported where the script uses the path only outside
-Slurm (the else branch of a test on SLURM_JOB_ID or SLURM_SUBMIT_DIR, a for list of candidates that
-also tries SLURM_SUBMIT_DIR) or tests it against the spool folder (`*slurmd*`) and falls back.
+is that copy. Holds for: 22.05-26.05.
+Not reported where the script already copes with that: the value is taken in the else branch of an
+`if` that tests SLURM_JOB_ID, SLURM_JOBID or SLURM_SUBMIT_DIR (used only outside Slurm), or in an
+`if` or a function that also reads SLURM_SUBMIT_DIR, or it is assigned to a variable that such an `if`
+tests for the spool path (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR`): a fallback to
+the submit folder when the path names the spool copy. An `if` that tries the script's folder first
+(`[ -e "$(dirname $0)/$(basename $0)" ]`, true for the spool copy too) and the submit folder second
+is no fallback: it is still reported.
 """
-import re
-
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
-
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = "$0 / BASH_SOURCE in a batch script point at Slurm's spool copy, not the repository."
+DESCRIPTION = ("$0 / BASH_SOURCE in a batch script point at Slurm's spool copy, not the repository "
+               "(unless the script falls back to SLURM_SUBMIT_DIR or uses them only outside Slurm).")
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("set -euo pipefail\n", 'set -euo pipefail\nhere=$(dirname "$0")\nsource "$here/lib.sh"\n')
 
@@ -30,51 +33,97 @@ def _printed(expansion) -> bool:
     return name is not None and name.text.decode("utf-8", "replace") in _NAMES_ONLY
 
 
-_SLURM = re.compile(r"SLURM_(SUBMIT_DIR|JOB_ID)\b")
-_SPOOL_TEST_WITHIN = 20  # lines after the assignment where the script tests it against the spool folder
+_SUBMIT = "SLURM_SUBMIT_DIR"
+_IN_SLURM = {"SLURM_JOB_ID", "SLURM_JOBID", _SUBMIT}
+_SCOPES = ("if_statement", "function_definition")
 
 
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text else ""
+def _key(node):
+    return (node.start_byte, node.end_byte, node.type)
 
 
-def _guarded(expansion) -> bool:
-    """The script uses the path only outside Slurm: in the else branch of a test on SLURM_JOB_ID or
-    SLURM_SUBMIT_DIR, or as one candidate of a for list that also tries SLURM_SUBMIT_DIR."""
-    child, node = expansion.node, getattr(expansion.node, "parent", None)
+def _mark(expansions, names) -> set:
+    """The `if` statements and functions that read one of `names`. Each node is marked once and
+    the walk up stops at a marked one: linear in the script."""
+    marked = set()
+    for expansion in expansions:
+        if expansion.name not in names or expansion.node is None:
+            continue
+        node = expansion.node.parent
+        while node is not None:
+            if node.type in _SCOPES:
+                if _key(node) in marked:
+                    break
+                marked.add(_key(node))
+            node = node.parent
+    return marked
+
+
+def _assigned_name(node) -> str | None:
+    """The variable that a value holding this expansion is assigned to (also through $( ))."""
+    while node is not None and node.type not in ("variable_assignment", "program", "compound_statement", *_SCOPES):
+        node = node.parent
+    if node is None or node.type != "variable_assignment":
+        return None
+    name = node.child_by_field_name("name")
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
+_SPOOL_WORDS = ("slurmd", "spool", "slurm_script")
+
+
+def _spool_test(node) -> bool:
+    """The expansion is tested against Slurm's spool path: [[ $DIR == *slurmd* ]]."""
+    while node is not None and node.type not in ("test_command", "command", "program"):
+        node = node.parent
+    return (node is not None and node.type == "test_command"
+            and any(word in node.text.decode("utf-8", "replace").lower() for word in _SPOOL_WORDS))
+
+
+def _guarded(node, submit: set, in_slurm: set) -> bool:
+    """In an `if` or function that reads SLURM_SUBMIT_DIR, or in the else branch of an `if` that
+    tests whether it runs under Slurm."""
+    branch, child = None, None
     while node is not None:
-        if node.type == "else_clause" and node.parent is not None and node.parent.type == "if_statement":
-            condition = node.parent.child_by_field_name("condition")
-            if _SLURM.search(_text(condition)):
-                return True
         if node.type == "for_statement" and child is not None and child.type != "do_group" \
-                and _SLURM.search(_text(node).split("do", 1)[0]):
-            return True
+                and _SUBMIT in node.text.decode("utf-8", "replace").split("do", 1)[0]:
+            return True  # one candidate of a list that also tries SLURM_SUBMIT_DIR
+        if node.type in ("else_clause", "elif_clause"):
+            branch = node
+        elif node.type in _SCOPES:
+            if _key(node) in submit:
+                return True
+            if node.type == "if_statement" and branch is not None and branch.parent == node and _key(node) in in_slurm:
+                return True
         child, node = node, node.parent
     return False
 
 
-def _checked_for_spool(script, by_line: dict, expansion) -> bool:
-    """SCRIPT_DIR=$(dirname "$0") followed by a test of SCRIPT_DIR against slurmd's spool folder
-    (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR`): the script knows and falls back."""
-    for a in by_line.get(expansion.line, ()):
-        if a.col <= expansion.col:
-            use = re.compile(rf"\$\{{?{re.escape(a.name)}\b")
-            following = script.parsed.lines[a.line:a.line + _SPOOL_TEST_WITHIN]  # bounded: linear in the file
-            return any(use.search(line) and "slurmd" in line for line in following)
-    return False
+def _listed_with_submit(node) -> bool:
+    """`[[ $DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR || TOP=$DIR`: the test and its fallback in one list."""
+    while node is not None and node.type not in ("list", "program"):
+        node = node.parent
+    return node is not None and node.type == "list" and _SUBMIT in node.text.decode("utf-8", "replace")
 
 
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
-    by_line: dict = {}
-    for a in script.shell.assignments:
-        by_line.setdefault(a.line, []).append(a)
-    for expansion in script.shell.expansions:
-        if expansion.name in ("0", "BASH_SOURCE") and not _printed(expansion) and not _guarded(expansion) \
-                and not _checked_for_spool(script, by_line, expansion):
-            yield (script.display, expansion.line, expansion.col,
-                   f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
-                   "use $SLURM_SUBMIT_DIR or a documented variable")
+    expansions = script.shell.expansions
+    paths = [e for e in expansions if e.name in ("0", "BASH_SOURCE") and not _printed(e)]
+    if not paths:
+        return
+    submit, in_slurm = _mark(expansions, {_SUBMIT}), _mark(expansions, _IN_SLURM)
+    targets = {_assigned_name(e.node) for e in paths if e.node is not None} - {None}
+    # variables holding the script's path that an `if` reading SLURM_SUBMIT_DIR tests for the spool
+    fallback = {e.name for e in expansions
+                if e.name in targets and _spool_test(e.node)
+                and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
+    for expansion in paths:
+        if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm)
+                                           or _assigned_name(expansion.node) in fallback):
+            continue
+        yield (script.display, expansion.line, expansion.col,
+               f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
+               "use $SLURM_SUBMIT_DIR or a documented variable")

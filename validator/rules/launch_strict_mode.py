@@ -2,13 +2,13 @@
 
 Premise: bash gives a pipeline the status of its last command unless pipefail, and a script the
 status of its last command unless -e (bash(1)). Holds for: every Slurm release (no Slurm behaviour
-involved). The default profile reports a lost srun status of a step that does the job's work (not
-of a per-node helper: hostname, mkdir, an image pull); set -euo pipefail before the first srun is a
-policy of our presets, not a defect elsewhere: strict profile only.
+involved). The default profile reports a lost srun status; set -euo pipefail before the first srun
+is A policy of our presets, not a defect elsewhere: strict profile only. A per-node helper step
+(hostname, mkdir, curl, nvidia-smi: helper_step of launch-kill-on-bad-exit) is not the job's work:
+its status is not the one to keep, so it is neither the main srun nor a lost one in a pipeline.
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
-from validator.rules.launch_kill_on_bad_exit import per_node_helper
-
+from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -65,25 +65,21 @@ def _risks(script):
         flags |= f
         options |= o
     errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
-    # A per-node helper step (hostname, mkdir, an image pull) is not the job's work: a lost status of
-    # one is not the job's (round two of docs/real-world.md: 3 of 3 false). Where the work runs in
-    # sruns nested in if/case/functions, the last top-level step stands for them.
-    every = shell.named("srun")
-    sruns = [c for c in every if _top_level(c)]
-    nested_work = len(sruns) < len(every)
+    sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
     for command in sruns:
         parent = command.node.parent
-        if per_node_helper(shell, command):
-            continue
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
                                 "last command's (tee), a failed srun passes unnoticed"
     foreground = [c for c in sruns if not _backgrounded(c.node)]  # wait collects the others
+    if not foreground and not errexit:
+        # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
+        nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
+                  and _statement(c.node).type == "if_statement"]
+        foreground = nested[-1:]
     if errexit or not foreground:
         return
     main = max(foreground, key=lambda c: c.node.start_byte)
-    if per_node_helper(shell, main) and not nested_work:
-        return
     statement = _statement(main.node)
     after = [n for n in statement.parent.children
              if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")] \

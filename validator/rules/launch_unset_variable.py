@@ -3,6 +3,14 @@
 Premise: Slurm sets only the variables its man pages list (validator/data/slurm_env.txt from
 sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05); any other SLURM_ name expands empty.
 Holds for: 22.05-26.05.
+Only SLURM_ and SLURMD_ names are Slurm's output: SBATCH_*, SRUN_* and SALLOC_* are input variables
+that the user or the site sets for sbatch/srun/salloc to read (sbatch.1 and srun.1, "INPUT ENVIRONMENT
+VARIABLES", at slurm-22-05-0-1 and slurm-26-05-1-1), so an unset one (SRUN_ARGS, an options variable of the script's own) is no typo of
+Slurm's. SLURM_TMPDIR is set for every job by the TaskProlog of the Digital Research Alliance of
+Canada's and Mila's clusters (a site variable, not Slurm's: a TaskProlog that prints "export
+NAME=value" adds NAME to the task's environment, _proc_stdout in src/slurmd/slurmstepd/task.c at
+slurm-26-05-1-1): not reported. A name is set when the
+script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
 0.85 or more.
 """
@@ -22,14 +30,9 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nN
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nNNODES=$SLURM_NNODE\n"
                      "echo \"nodes: $NODES\"\n"}
 
-# The names Slurm sets for a job (SLURM_*, SLURMD_*). SBATCH_*, SRUN_* and SALLOC_* are its input
-# variables, set by the user or the site and read by the commands (sbatch.1, srun.1): a script's own
-# SRUN_ARGS left unset expands to nothing, as any of its variables would (the near-miss check).
 _SLURM = re.compile(r"^SLURMD?_")
-# Set for every job by sites' TaskProlog, which exports the lines it prints as "export NAME=value"
-# into each task (_proc_stdout in src/slurmd/slurmstepd/task.c and slurm.conf.5 at slurm-26-05-1-1):
-# the node-local scratch folder of the Alliance (Compute Canada) clusters and Mila, in their guides.
-SITE_VARIABLES = frozenset({"SLURM_TMPDIR"})
+# set by sites' job prologs for every job, not by Slurm
+_SITE = frozenset({"SLURM_TMPDIR"})
 
 
 @lru_cache(maxsize=1)
@@ -43,18 +46,18 @@ def _set_names(shell) -> set:
     stack = [shell.root] if shell.root is not None else []
     while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
         node = stack.pop()
-        if node.type == "declaration_command":  # declare -A NAME, local NAME, export NAME, readonly NAME
-            names.update(child.text.decode() for child in node.children if child.type == "variable_name")
-        elif node.type == "variable_assignment":  # NAME[key]=value
-            target_node = node.child_by_field_name("name")
-            if target_node is not None and target_node.type == "subscript":
-                inner = target_node.child_by_field_name("name")
-                if inner is not None:
-                    names.add(inner.text.decode())
         if node.type in ("for_statement", "c_style_for_statement"):
             variable = node.child_by_field_name("variable")
             if variable is not None:
                 names.add(variable.text.decode())
+        elif node.type == "declaration_command":  # declare -A NAME, local NAME: set (empty) here
+            names.update(c.text.decode("utf-8", "replace") for c in node.children if c.type == "variable_name")
+        elif node.type == "variable_assignment":  # NAME[key]=value
+            name = node.child_by_field_name("name")
+            if name is not None and name.type == "subscript":
+                base = name.child_by_field_name("name")
+                if base is not None:
+                    names.add(base.text.decode("utf-8", "replace"))
         elif node.type == "expansion":
             match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
             if match:
@@ -110,7 +113,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         if _SLURM.match(name):
-            if name in known or name in SITE_VARIABLES:
+            if name in known or name in _SITE:
                 continue
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
             hint = f"; did you mean {close[0]}?" if close else ""

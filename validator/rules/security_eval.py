@@ -7,8 +7,9 @@ It is an injection only where the text comes from outside the script's control. 
 literal text; the output of a program that prints shell code meant for eval (conda's, mamba's and
 micromamba's shell hooks, pyenv init, getopt, which quotes what it prints); Slurm's own variables
 (SLURM_JOB_NODELIST turned into a brace expansion) passed through text filters (sed, tr, awk);
-variables the script itself sets only from such text (a template kept in the script); the
-script's own arguments (`sbatch job.sh {1..8}`: whoever passes them runs the job anyway).
+variables the script itself sets only from such text (a template kept in the script); the script's
+own arguments ($*, $@, $1...): in a batch job they come from the sbatch command line of the user who
+submits it, who runs the job's code anyway (no one else can set them).
 """
 from validator.shell import parse_shell
 
@@ -41,7 +42,7 @@ def _trusted_text(shell, text: str, depth: int, seen: set) -> bool:
 def _trusted_name(shell, name: str, depth: int, seen: set) -> bool:
     if name.startswith("SLURM_"):  # set by Slurm for the job (host names, ids, counts)
         return True
-    if name in ("*", "@") or name.isdigit():  # the job's own arguments: the user who submits is the user who runs
+    if name in ("*", "@", "#") or name.isdigit():  # the submitter's own sbatch arguments
         return True
     assigned = shell.assigned(name) if name.isidentifier() else []
     if not assigned or depth <= 0 or name in seen:
