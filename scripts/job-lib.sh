@@ -259,8 +259,9 @@ smoke_stage() {
     if [[ ${SMOKE_WATCHDOG:-1} != 0 && " ${SMOKE_WATCH_STAGES:-probe megatron} " == *" $name "* ]]; then
         watch_dir=$SMOKE_OUT/watch/$name
         mkdir -p "$watch_dir"
+        # its decision line goes to the job log (stdout), its diagnostics to the stage log
         "$SMOKE_HOST_PYTHON" -m smoke.watchdog.monitor --run-dir "$SMOKE_OUT" --stage "$name" \
-            --mode "$SMOKE_MODE" --shell-pid $$ >> "$SMOKE_OUT/$name.log" 2>&1 &
+            --mode "$SMOKE_MODE" --shell-pid $$ 2>> "$SMOKE_OUT/$name.log" &
         monitor=$!
     fi
     # shellcheck disable=SC2312  # pipefail: the pipeline's status is srun's (tee's only when tee fails)
