@@ -5,6 +5,7 @@ stall, and nobody in healthy runs or runs with a slow but progressing node. Need
     bench/hang_matrix.py --mode functional --runs 20              # every fault, interleaved
     bench/hang_matrix.py --mode container-functional --faults stop-rank,net-cut --runs 3
     bench/hang_matrix.py --mode both --runs 20 --keep-cluster    # the two modes alternate
+    bench/hang_matrix.py --mode both --runs 20 --lanes 2   # two 4-node jobs at once, 8-node cluster
     bench/hang_matrix.py --report r.jsonl
 
 The job is the ethernet-only preset, whole (preflight, probe, training), with the functional loop
@@ -20,6 +21,10 @@ lands 3-30 s (random) after the training's ranks first report progress. Faults, 
 - healthy: nothing; straggler: the node's ranks moved into a cgroup-v1 CPU quota (15 % of a core),
   slower but progressing: a straggler is not a hang.
 The fault is lifted once the watchdog has written hang.json (or the job ended).
+With --lanes N the cluster has 4*N nodes and N jobs run at once, each on its own four nodes
+(--nodelist), so a fault on one lane's node never touches another lane's job; the cycles are dealt
+out to the lanes in turn. The machine's CPUs are shared by the lanes: every run is slower, which
+makes the healthy and straggler runs a harder test of "a slow job is not a hang", not an easier one.
 """
 from __future__ import annotations
 
@@ -31,10 +36,11 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from fault_matrix import CGROUP, ENV, NODES, ROOT, STATE, _json, cluster_up, sh, wait
+from fault_matrix import CGROUP, ENV, NODES, ROOT, STATE, _json, sh, wait
 
 FAULTS = ("healthy", "straggler", "stop-rank", "spin-rank", "net-cut", "stop-node")
 LAYER = {"stop-rank": "unresponsive", "spin-rank": "rank", "net-cut": "network", "stop-node": "unresponsive"}
@@ -118,20 +124,24 @@ def rank_of(pid: int) -> int | None:
     return None
 
 
-def submit(mode: str) -> str:
+def submit(mode: str, nodes: list[str], image: str | None) -> str:
     exports = ["NONE", f"SMOKE_MODE={mode}", "SMOKE_FUNCTIONAL_STEPS=400", "SMOKE_FUNCTIONAL_STEP_MS=200",
                "SMOKE_TEST_FAULTS=1", "SMOKE_LOCALIZE=never", "SMOKE_RDZV_TIMEOUT=120", "SMOKE_STEP_GRACE=10",
                f"SMOKE_FAKE_GPU_DIR={STATE / 'dev'}"]
     if mode == "functional":
         exports.append(f"SMOKE_PYTHON={sys.executable}")
     else:
-        image = subprocess.run([str(ROOT / "scripts" / "standin-image")], capture_output=True, text=True,
-                               check=True, env=ENV).stdout.strip()
-        exports.append(f"SMOKE_IMAGE={image}")
-    out = subprocess.run(["sbatch", "--parsable", "--nodes", "4", "--gpus-per-node=2", "--time=00:15:00",
+        exports.append(f"SMOKE_IMAGE={image or standin_image()}")
+    out = subprocess.run(["sbatch", "--parsable", "--nodes", "4", f"--nodelist={','.join(nodes)}",
+                          "--gpus-per-node=2", "--time=00:15:00",
                           f"--export={','.join(exports)}", "presets/ethernet-only/train.sbatch"], cwd=ROOT, env=ENV,
                          capture_output=True, text=True, check=True).stdout
     return out.strip().split(";")[0]
+
+
+def standin_image() -> str:
+    return subprocess.run([str(ROOT / "scripts" / "standin-image")], capture_output=True, text=True,
+                          check=True, env=ENV).stdout.strip()
 
 
 def training_started(run: Path) -> bool:
@@ -145,10 +155,10 @@ def training_started(run: Path) -> bool:
     return len(steps) >= 8 and min(steps) >= 3
 
 
-def one_run(kind: str, mode: str, rng: random.Random) -> dict:
-    node = None if kind == "healthy" else rng.choice(NODES)
+def one_run(kind: str, mode: str, rng: random.Random, nodes: list[str] = NODES, image: str | None = None) -> dict:
+    node = None if kind == "healthy" else rng.choice(nodes)
     started = time.monotonic()
-    job = submit(mode)
+    job = submit(mode, nodes, image)
     run = ROOT / "smoke-runs" / job
     injected, info, lifted = None, {}, False
     delay = rng.uniform(3, 30)
@@ -178,7 +188,7 @@ def one_run(kind: str, mode: str, rng: random.Random) -> dict:
     named = {s["node"]: s["layer"] for s in verdict.get("suspects", [])}
     culprit_ranks = [c.get("rank") for c in hang.get("culprits", []) if c.get("node") == node]
     decided_at = (run / "hang.json").stat().st_mtime if (run / "hang.json").exists() else None
-    return {"fault": kind, "mode": mode, "node": node, "job": job, "state": state, "verdict": verdict["verdict"],
+    return {"fault": kind, "mode": mode, "node": node, "nodes": nodes, "job": job, "state": state, "verdict": verdict["verdict"],
             "found": node in named if node else None, "layer": named.get(node) if node else None,
             "false": sorted(n for n in named if n != node), "seconds": round(time.monotonic() - started, 1),
             "injected": info, "hang": bool(hang), "job_wide": hang.get("job_wide"), "culprit_ranks": culprit_ranks,
@@ -220,6 +230,8 @@ def main(argv=None) -> int:
     parser.add_argument("--report", metavar="JSONL")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--keep-cluster", action="store_true")
+    parser.add_argument("--lanes", type=int, default=1, choices=range(1, 5), metavar="1-4",
+                        help="jobs at once, each on its own 4 nodes of a 4*N-node cluster")
     args = parser.parse_args(argv)
     if args.report:
         report([json.loads(line) for line in Path(args.report).read_text().splitlines() if line.strip()])
@@ -232,25 +244,43 @@ def main(argv=None) -> int:
     if unknown:
         print(f"hang_matrix: unknown fault(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}", file=sys.stderr)
         return 2
-    rng = random.Random(args.seed)
     modes = ["functional", "container-functional"] if args.mode == "both" else [args.mode]
-    up = cluster_up() if modes == ["functional"] else sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", "4",
-                                                            "--pyxis", "--host-suffix", ".cluster.test", check=False)
+    up = sh(str(ROOT / "scripts" / "local-cluster"), "up", "--nodes", str(4 * args.lanes),
+            *(["--pyxis"] if "container-functional" in modes else []), "--host-suffix", ".cluster.test", check=False)
     if up.returncode != 0:
         print(f"hang_matrix: local-cluster up failed:\n{up.stdout}{up.stderr}", file=sys.stderr)
         return 1
+    image = standin_image() if "container-functional" in modes else None  # once, not raced by the lanes
     rows = []
+    lock = threading.Lock()
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        for i in range(args.runs):
+
+    def lane(number: int) -> None:
+        rng = random.Random(None if args.seed is None else args.seed * 100 + number)
+        nodes = [f"node{4 * number + i}" for i in range(1, 5)]
+        for i in range(number, args.runs, args.lanes):
             for kind, mode in ((k, m) for k in kinds for m in modes):
-                row = one_run(kind, mode, rng)
-                rows.append(row)
-                with open(args.results, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(row) + "\n")
-                print(f"run {i + 1} {mode} {kind:9} node={row['node']} found={row['found']} layer={row['layer']} "
-                      f"rank_ok={row['rank_ok']} false={row['false']} after={row['named_after_s']} s "
-                      f"verdict={row['verdict']} ({row['seconds']} s)", flush=True)
+                try:
+                    row = one_run(kind, mode, rng, nodes, image)
+                except Exception as exc:  # one broken run is a row, the other lanes go on
+                    row = {"fault": kind, "mode": mode, "node": None, "nodes": nodes, "job": None, "state": "ERROR",
+                           "verdict": "ERROR", "found": None, "layer": None, "false": [], "seconds": 0,
+                           "injected": {"error": f"{type(exc).__name__}: {exc}"[:300]}, "hang": False,
+                           "job_wide": None, "culprit_ranks": [], "rank_ok": None, "named_after_s": None}
+                with lock:
+                    rows.append(row)
+                    with open(args.results, "a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(row) + "\n")
+                    print(f"run {i + 1} lane {number} {mode} {kind:9} node={row['node']} found={row['found']} "
+                          f"layer={row['layer']} rank_ok={row['rank_ok']} false={row['false']} "
+                          f"after={row['named_after_s']} s verdict={row['verdict']} ({row['seconds']} s)", flush=True)
+
+    try:
+        threads = [threading.Thread(target=lane, args=(n,), daemon=True) for n in range(args.lanes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     finally:
         if not args.keep_cluster:
             sh(str(ROOT / "scripts" / "local-cluster"), "down", check=False)
