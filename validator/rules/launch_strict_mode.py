@@ -55,6 +55,12 @@ def _statement(node):
     return node
 
 
+def _first_word(node) -> str:
+    """'exit' of 'exit 1', not of 'exit_status=$?' (which keeps srun's status: a use of $?)."""
+    words = node.text.decode("utf-8", "replace").split(None, 1)
+    return words[0].rstrip(";") if words else ""
+
+
 def _risks(script):
     """Where a failed srun can pass unnoticed: srun | tee without pipefail, or a command after the
     main srun that becomes the job's status without set -e."""
@@ -84,7 +90,7 @@ def _risks(script):
     after = [n for n in statement.parent.children
              if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")] \
         if statement.parent else []
-    after = [n for n in after if not n.text.decode("utf-8", "replace").lstrip().startswith(("exit", "wait"))]
+    after = [n for n in after if _first_word(n) not in ("exit", "wait")]
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1
         yield main.line, f"the job's status is that of line {line}, not of this srun; add 'set -e' " \

@@ -1,7 +1,11 @@
 """A secret (API key, token, password) printed with echo/printf lands in the job log.
 
 Premise: what a job prints lands in its log, readable by the account and often the group. Holds for:
-every Slurm release (no Slurm behaviour involved).
+every Slurm release (no Slurm behaviour involved). Only what reaches the job's stdout/stderr counts
+(bash(1), Pipelines, Redirections, Command Substitution): an echo piped into another command
+(`echo "$TOKEN" | docker login --password-stdin`), redirected to a file, captured by `$( )`, or
+inside a function whose every call is captured by `$( )` (a function returning the token) prints
+nothing into the log. A pipe into tee, or a redirection to the terminal's streams, still does.
 """
 from validator.rules.base import is_secret
 ID = "security-secret-echo"
@@ -12,6 +16,45 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\necho \"key: $WANDB_API_KEY\"\n"}
 
 
+_LOG_STREAMS = ("/dev/stdout", "/dev/stderr", "/dev/tty", "&1", "&2")
+
+
+def _redirected_away(statement) -> bool:
+    """`echo ... > file` or `>> file`: stdout goes to a file, not the log. `>&2` still logs."""
+    for child in statement.children:
+        if child.type != "file_redirect":
+            continue
+        text = child.text.decode("utf-8", "replace").replace(" ", "")
+        if text.startswith(("2>", "2>>")):
+            continue
+        target = text.lstrip("0123456789").lstrip(">&|")
+        if not target.startswith(_LOG_STREAMS) and not text.endswith(_LOG_STREAMS):
+            return True
+    return False
+
+
+def _captured(node, shell, depth: int = 0) -> bool:
+    """The output of this echo never reaches the job's log: piped on (not into tee), redirected to a
+    file, captured by $( ), or inside a function that is only ever called inside $( )."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in ("command_substitution", "process_substitution"):
+            return True
+        if parent.type == "pipeline" and parent.children[-1] is not child:
+            # piped on: logged only where a later command in the pipe prints it again (tee)
+            later = [c for c in parent.children if c.start_byte > child.end_byte and c.type == "command"]
+            if not any(c.text.decode("utf-8", "replace").split()[:1] in (["tee"], ["cat"]) for c in later):
+                return True
+        if parent.type == "redirected_statement" and _redirected_away(parent):
+            return True
+        if parent.type == "function_definition" and depth < 3:
+            name = parent.child_by_field_name("name")
+            calls = shell.named(name.text.decode("utf-8", "replace")) if name is not None else []
+            return bool(calls) and all(_captured(c.node, shell, depth + 1) for c in calls)
+        child, parent = parent, parent.parent
+    return False
+
+
 def check(target):
     import bisect
 
@@ -20,6 +63,8 @@ def check(target):
     starts = [s for s, _, _ in secrets]
     for command in target.script.shell.named("echo", "printf"):
         start, end = command.node.start_byte, command.node.end_byte
+        if _captured(command.node, target.script.shell):
+            continue
         # only the secret expansions inside this command: a bisect, not a scan of every expansion
         for _, _, expansion in secrets[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]:
             if ":+" in expansion.node.text.decode("utf-8", "replace"):  # ${KEY:+yes} says whether it is set
