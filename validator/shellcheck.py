@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -73,7 +74,34 @@ def shellcheck_binary() -> str:
 
 def keep_in_default_profile(finding: Finding, script=None) -> bool:
     """Whether a shellcheck finding is a defect or a real risk in somebody else's batch script."""
+    if finding.rule == "SC2070" and _tests_a_job_variable(finding, script):
+        return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
+
+
+# Variables that slurmd sets for every batch job, whatever the job asked for: env_array_for_batch_job()
+# in src/common/env.c (slurm-22-05-0-1 and slurm-26-05-3-1, the same unconditional calls). SC2070
+# (`[ -n $X ]` is true when X is empty) cannot change the job's path when X is one of these: inside
+# the job it is never empty, so the test says what its author meant.
+ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
+                                     "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_PARTITION",
+                                     "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
+_N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")
+
+
+def _tests_a_job_variable(finding: Finding, script) -> bool:
+    text = getattr(getattr(script, "source", None), "text", None)
+    if not text:
+        return False
+    lines = text.splitlines()
+    if not 0 < finding.line <= len(lines):
+        return False
+    tests = list(_N_TEST.finditer(lines[finding.line - 1]))
+    if not tests:
+        return False
+    # the test that the finding's column points at (shellcheck's columns are 1-based)
+    nearest = min(tests, key=lambda m: abs(m.start() - (finding.col - 1)))
+    return nearest.group(1) in ALWAYS_SET_IN_BATCH_JOB
 
 
 # Warnings that are a policy in somebody else's batch script, kept for the strict profile. SC2164
@@ -88,7 +116,7 @@ def keep_in_default_profile(finding: Finding, script=None) -> bool:
 # SC2209 (VAR=echo, a command name kept as a string on purpose), SC2011 (ls | xargs on names without
 # blanks), SC2064 (trap with double quotes that expand on purpose), SC2179 (+= on a string meant as
 # one). SC2070 (-n on an unquoted expansion) stays: it is a logic error whenever the value can be
-# empty, though the two judged cases did not matter inside Slurm.
+# empty; only where the value is one that Slurm always sets in a batch job is it dropped (below).
 STRICT_ONLY = frozenset({"SC2164", "SC2048", "SC2027", "SC2209", "SC2011", "SC2064", "SC2179"})
 
 

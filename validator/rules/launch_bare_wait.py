@@ -1,8 +1,12 @@
 """Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit.
 
 Premise: bash's `wait` without arguments returns 0 once every child has ended, whatever their status
-(bash(1), wait builtin). Holds for: every Slurm release (no Slurm behaviour involved).
+(bash(1), wait builtin). Holds for: every Slurm release (no Slurm behaviour involved). A step that
+only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE) loses no
+status worth keeping: such steps alone do not make a bare wait a finding.
 """
+from validator.rules.launch_kill_on_bad_exit import step_program
+
 ID = "launch-bare-wait"
 SEVERITY = "warning"
 SCOPE = "script"
@@ -13,6 +17,17 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\n
                       "second=$!\nwait \"$first\"\nwait \"$second\"\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\nset -euo pipefail\n"
                      "srun -N1 -n1 --kill-on-bad-exit=1 ./a.sh &\nsrun -N1 -n1 --kill-on-bad-exit=1 ./b.sh &\nwait\n"}
+
+
+_NOTHING_TO_LOSE = {"sleep", "hostname", "echo", "printf", "true", "date", "uname"}
+
+
+def _nothing_to_lose(command) -> bool:
+    """`srun [options] sleep 5`: the step's program is one whose status says nothing."""
+    if command.name != "srun":
+        return False
+    program = step_program(command)
+    return program is not None and (program.value or "").rsplit("/", 1)[-1] in _NOTHING_TO_LOSE
 
 
 def _backgrounded(command) -> bool:
@@ -44,7 +59,7 @@ def _functions_running_srun(shell) -> set:
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
-    background = [c for c in shell.commands if c.name in steps and _backgrounded(c)]
+    background = [c for c in shell.commands if c.name in steps and _backgrounded(c) and not _nothing_to_lose(c)]
     if not background:
         return
     first = min(c.node.start_byte for c in background)

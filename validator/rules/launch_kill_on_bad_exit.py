@@ -154,6 +154,9 @@ def _runs_ray(command) -> bool:
     return bool(_RAY.search(" ".join(a.raw for a in command.args)))
 
 
+step_program = _program  # shared with launch-bare-wait: one reading of srun's options
+
+
 def helper_step(shell, command) -> bool:
     """A per-node helper step: its program (or every command of its `bash -c` payload) is one of
     _PER_NODE (mkdir, hostname, curl, nvidia-smi, ...), whose tasks never talk to each other."""
