@@ -6,9 +6,11 @@ Each snapshot is a bare git directory MIRRORS/<owner>+<repo>/repo. A candidate i
 snapshot's HEAD that has an '#SBATCH -' directive line at the start of a line and a line that launches
 work (srun, mpirun, torchrun, python, a container runtime, ./program ...), is not documentation or
 source of another language (by its suffix), and is under 200 kB. Repositories already judged in
-docs/real-world-judgements.tsv and docs/real-world-holdout-judgements.tsv, and SchedMD/slurm itself,
-are skipped. From each repository at most --cap candidates are drawn with random.Random(seed), so
-no repository dominates. Writes DIR/MANIFEST.tsv (repository, path, commit), the scripts under
+docs/real-world-judgements.tsv and docs/real-world-holdout-judgements.tsv, those of round two's list
+docs/real-world-r2-corpus.tsv, those of any --exclude-list file, and SchedMD/slurm itself, are skipped;
+--repos reads only the snapshots named (round four: only its new snapshots). From each repository
+at most --cap candidates are drawn with random.Random(seed), so no repository dominates. Writes
+DIR/MANIFEST.tsv (repository, path, commit), the scripts under
 DIR/<owner>/<repo>/<path>, an empty DIR/<owner>/<repo>/.git, and every folder named 'logs' that the
 repository has at that commit (empty). The held-out quarter is drawn afterwards by
 bench/real_world_holdout.py.
@@ -23,7 +25,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-JUDGED = [ROOT / "docs" / "real-world-judgements.tsv", ROOT / "docs" / "real-world-holdout-judgements.tsv"]
+JUDGED = [ROOT / "docs" / "real-world-judgements.tsv", ROOT / "docs" / "real-world-holdout-judgements.tsv",
+          ROOT / "docs" / "real-world-r2-corpus.tsv"]
 NOT_A_SCRIPT = re.compile(r"\.(md|rst|txt|py|ipynb|html|shtml|yaml|yml|json|j2|jinja|tmpl|tpl|in|tex|c|cpp|f90|go|rs|js|ts)$")
 LAUNCHES = re.compile(r"^\s*[^#\n]*\b(srun|mpirun|mpiexec|torchrun|deepspeed|accelerate|python3?|apptainer|"
                       r"singularity|julia|Rscript|\./\S+)\b", re.M)
@@ -35,9 +38,9 @@ def git(git_dir: Path, *args: str) -> str:
                           errors="replace").stdout
 
 
-def used_repositories() -> set[str]:
+def used_repositories(extra: list[Path] = ()) -> set[str]:
     used = {"SchedMD/slurm"}
-    for path in JUDGED:
+    for path in [*JUDGED, *extra]:
         used |= {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines()[1:] if line}
     return used
 
@@ -60,12 +63,15 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--cap", type=int, default=10)
     p.add_argument("--seed", type=int, default=28)
+    p.add_argument("--exclude-list", type=Path, action="append", default=[],
+                   help="a further tsv whose first column names repositories to skip (repeatable)")
+    p.add_argument("--repos", nargs="+", help="read only these snapshots (owner/name)")
     args = p.parse_args(argv)
-    draw, used, rows = random.Random(args.seed), used_repositories(), []
+    draw, used, rows = random.Random(args.seed), used_repositories(args.exclude_list), []
     for git_dir in sorted(args.mirrors.glob("*+*/repo")):
         repo = git_dir.parent.name.replace("+", "/", 1)
         head = git(git_dir, "rev-parse", "HEAD").strip()
-        if repo in used or not head:
+        if repo in used or not head or (args.repos and repo not in args.repos):
             continue
         found = candidates(git_dir, head)
         rows += [(repo, path, head, git_dir) for path in sorted(draw.sample(found, min(args.cap, len(found))))]
