@@ -20,7 +20,7 @@ BAD = bad_batch('--nproc-per-node="$SLURM_GPUS_ON_NODE"', "--nproc-per-node=$SLU
 
 
 WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task (and may read 'h100:8')",
-         "SLURM_NTASKS_PER_NODE": "is 1 with one task per node, not the GPU count",
+         "SLURM_NTASKS_PER_NODE": "is the job's --ntasks-per-node (1 with one task per node), not the GPU count",
          "SLURM_GPUS": "counts the whole job's GPUs, not one node's"}
 
 
@@ -33,6 +33,9 @@ def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
     skip = {"SLURM_GPUS_PER_NODE"} if _plain_gpus_per_node(parsed) else set()
+    # --ntasks-per-node equal to the GPUs asked per node: SLURM_NTASKS_PER_NODE reads that count
+    if requested is not None and as_int(parsed.value("ntasks-per-node")) == requested:
+        skip.add("SLURM_NTASKS_PER_NODE")
     whole_nodes = requested is None and exclusive_nodes(parsed)
     for command in launcher_commands(target.script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")

@@ -16,6 +16,11 @@ node here, unless the job takes whole nodes: then the count comes at submission)
 image pull, a package install: each task ends on its own) have nothing left hanging, in both profiles;
 nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray notices a lost node), or
 task-farm workers (ipengine, dask-worker: the controller hands a dead worker's work to the others).
+Nor has a step of `torchrun --standalone` (each task its own rendezvous: run() in
+torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
+inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
+task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
+job's own task count, and `--ntasks=$NNODES` one task per node.
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
@@ -49,9 +54,11 @@ def _one_task(shell, parsed, command, strict) -> bool:
     asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
     count = srun_option(shell, command, "--ntasks", "-n")
     if count is not None:
-        # --ntasks=$SLURM_JOB_NUM_NODES: one task per node, one task in a job of one node
-        per_node_count = any(name in count.raw for name in _NODE_COUNT_VARIABLES)
-        return count.value == "1" or per_node_count and _one_node(parsed, asked, strict)
+        # --ntasks=$SLURM_JOB_NUM_NODES (or the script's own $NNODES): one task per node, one task in a
+        # job of one node; --ntasks=$SLURM_NTASKS: the job's own task count
+        per_node_count = any(name in count.raw for name in _NODE_COUNT_VARIABLES) or _NODE_COUNT_NAME.search(count.raw)
+        job_count = _JOB_TASKS.search(count.raw) is not None and _job_tasks(asked) == 1
+        return count.value == "1" or job_count or bool(per_node_count) and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -67,6 +74,24 @@ def _one_task(shell, parsed, command, strict) -> bool:
 
 
 _NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
+# A script's own node-count variable: $NNODES, ${NUM_NODES}, $N_NODES, $NODE_COUNT.
+_NODE_COUNT_NAME = re.compile(r"^\"?\$\{?(N_?NODES|NUM_?NODES|NODE_?COUNT|NODES)\}?\"?$", re.I)
+# The job's task count as Slurm exports it to the batch shell (sbatch.1, OUTPUT ENVIRONMENT VARIABLES).
+_JOB_TASKS = re.compile(r"^\"?\$\{?SLURM_(NTASKS|NPROCS)\}?\"?$")
+
+
+def _job_tasks(asked) -> int | None:
+    """The job's task count from its directives: --ntasks, else --nodes x --ntasks-per-node (both
+    literal); None when it is not written down."""
+    def number(name, default=None):
+        value = asked.get(name, default)
+        return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+    if "ntasks" in asked:
+        return number("ntasks")
+    if "ntasks-per-gpu" in asked:
+        return None
+    nodes, per_node = number("nodes", "1"), number("ntasks-per-node", "1")
+    return nodes * per_node if nodes is not None and per_node is not None else None
 
 
 def _one_node(parsed, asked, strict) -> bool:
@@ -88,7 +113,7 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "singularity", "dcgmi", "pkill", "killall", "kill", "tee", "head", "tail", "grep", "wc", "nproc", "id",
              "whoami", "pwd", "mount", "umount", "ulimit", "test", "[", "cd", "source", ".", "module", "ml",
              "set", "exit", "sudo", "md5sum", "sha256sum", "nvcc", "which", "command", "type", "ps", "uptime",
-             "apt", "apt-get", "yum", "dnf", "pip", "pip3"}
+             "apt", "apt-get", "yum", "dnf", "pip", "pip3", "netstat", "ss", "lsof", "ping"}
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
@@ -138,6 +163,14 @@ def _program(command):
 
 
 _RAY = re.compile(r"(?<![\w.-])ray\s+(start|symmetric-run)\b")
+# `ray stop` / `ray status` on each node: a per-node command of Ray's CLI, no cluster is formed.
+_RAY_LOCAL = re.compile(r"(?<![\w.-])ray\s+(stop|status)\b")
+# A task that takes its own share of the data by its task id: `--shard=$SLURM_PROCID`,
+# `subpartition_number=$SLURM_PROCID` (Hydra), `--chunk ${SLURM_PROCID}`. Each task works alone.
+_OWN_SHARD = re.compile(r"(?i)[\w.-]*(shard|partition|chunk|split|slice)[\w.-]*\s*[= ]\s*[\"']?\\?\$\{?SLURM_PROCID\b")
+# Options of `apptainer|singularity exec` that take the next word as their value.
+_RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
+                          "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
 
 
 def _own_options(command):
@@ -164,7 +197,10 @@ def helper_step(shell, command) -> bool:
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
         rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
-        return bool(rest) and rest[0] in _RUNTIME_PER_NODE
+        if bool(rest) and rest[0] in _RUNTIME_PER_NODE:
+            return True
+        inner = _in_container(command, program)
+        return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
     if name in _PER_NODE:
         return True
     inner = _payload(shell, command, program, name)
@@ -185,6 +221,33 @@ def _payload(shell, command, program, name):
     return inner if inner.commands and not inner.has_errors else None
 
 
+def _in_container(command, program) -> str | None:
+    """The program that `apptainer|singularity exec [options] IMAGE PROGRAM ...` runs, when literal."""
+    words = command.args[command.args.index(program) + 1:]
+    if not words or words[0].value not in ("exec", "run"):
+        return None
+    i, image_seen = 1, False
+    while i < len(words):
+        text = words[i].value if words[i].value is not None else words[i].raw
+        if text.startswith("-"):
+            i += 2 if text in _RUNTIME_VALUE_OPTIONS else 1
+            continue
+        if not image_seen:
+            image_seen, i = True, i + 1
+            continue
+        return words[i].value
+    return None
+
+
+def _standalone_torchrun(command, program, name) -> bool:
+    """`torchrun --standalone` (or python -m torch.distributed.run --standalone): every task forms its
+    own rendezvous (torch 2.13.0 torch/distributed/run.py run(): c10d on localhost:0 with a fresh
+    uuid as rdzv id), so the tasks of the step never talk to each other."""
+    words = [a.value or a.raw for a in command.args[command.args.index(program):]]
+    launcher = name == "torchrun" or "torch.distributed.run" in words[:4]
+    return launcher and "--standalone" in words
+
+
 def _independent(shell, command) -> bool:
     """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
     `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
@@ -194,6 +257,11 @@ def _independent(shell, command) -> bool:
     program = _program(command)
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
+        return True
+    if program is not None and _standalone_torchrun(command, program, name):
+        return True
+    text = " ".join(a.raw for a in command.args)
+    if _RAY_LOCAL.search(text) and not _RAY.search(text) or _OWN_SHARD.search(text):
         return True
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
