@@ -256,7 +256,7 @@ smoke_stage() {
     # and the rank side, all told where by SMOKE_WATCH_DIR. It ends the stage when progress stops for
     # SMOKE_HANG_AFTER seconds and writes hang.json; SMOKE_WATCHDOG=0 turns it off.
     local watch_dir="" monitor=""
-    if [[ ${SMOKE_WATCHDOG:-1} != 0 && " ${SMOKE_WATCH_STAGES:-probe megatron} " == *" $name "* ]]; then
+    if [[ ${SMOKE_WATCHDOG:-1} != 0 && " ${SMOKE_WATCH_STAGES:-probe megatron localize} " == *" $name "* ]]; then
         watch_dir=$SMOKE_OUT/watch/$name
         mkdir -p "$watch_dir"
         # its decision line goes to the job log (stdout), its diagnostics to the stage log

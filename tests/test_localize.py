@@ -445,7 +445,7 @@ def test_nodes_ruled_out_job_wide_stay_out_of_the_group_tests(tmp_path, monkeypa
     alive = {"n3", "n6", "n7"}
     grouped = []
 
-    def launch(step, name, on, program, env, log, independent=False):  # the srun boundary, as a test double
+    def launch(step, name, on, program, env, log, independent=False, watch=None):  # the srun boundary, a test double
         out = program[program.index("--out") + 1]
         if "node" in program:
             for node in alive & set(on):

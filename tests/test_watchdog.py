@@ -280,3 +280,82 @@ def test_progress_reads_beats_and_iteration_lines_and_never_blocks_on_a_fifo(tmp
     (tmp_path / "watch" / "megatron" / "node1.rank-0.beat").unlink()
     (tmp_path / "watch" / "megatron" / "node1.rank-0.beat").symlink_to(tmp_path / "elsewhere")
     assert progress.poll() == 0
+
+
+# --- localization's steps (smoke.watchdog.steps, driven by smoke.localize.driver.wait_all) ---
+
+def _beat(folder, node, rank, step):
+    (folder / f"{node}.rank-{rank}.beat").write_text(f"{step:12d} {time.time():.3f}\n")
+
+
+def test_a_localization_step_that_stops_beating_is_ended_after_hang_after_not_the_step_timeout(tmp_path, monkeypatch):
+    """A real process stands for the step's srun; one rank beat and then nothing: the watchdog ends
+    the step 2 s later (SMOKE_HANG_AFTER=2), not after the 60 s step timeout, and records the stall."""
+    from smoke.localize import driver
+    from smoke.watchdog.steps import StepWatch
+    monkeypatch.setenv("SMOKE_HANG_AFTER", "2")
+    monkeypatch.setenv("SMOKE_HANG_EVIDENCE", "1")
+    monkeypatch.setenv("SLURM_JOB_ID", "0")
+    monkeypatch.setattr(driver, "KILL_GRACE_S", 0.5)
+    watch = StepWatch(str(tmp_path), "functional")
+    env = watch.env_for("localize-node")
+    folder = tmp_path / "watch" / "localize-node"
+    assert env["SMOKE_WATCH_DIR"] == str(folder) and env["SMOKE_STAGE"] == "localize-node"
+    _beat(folder, "node2", 3, 1)
+    step = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    begin = time.monotonic()
+    driver.wait_all([("localize-node", step)], 60, watch, lambda _name: ["node2"])
+    took = time.monotonic() - begin
+    assert step.poll() is not None
+    assert 2 <= took < 10, took
+    [stall] = watch.stalls
+    assert stall["step"] == "localize-node" and stall["asked"] == ["node2"] and stall["limit_s"] == 2
+    # no agent answered: nobody is pinned on, the stall is said as such
+    assert stall.get("culprits") == [] and stall.get("job_wide")
+
+
+def test_a_step_that_keeps_beating_or_never_beat_is_left_to_its_time_limit(tmp_path, monkeypatch):
+    from smoke.localize import driver
+    from smoke.watchdog.steps import StepWatch
+    monkeypatch.setenv("SMOKE_HANG_AFTER", "1")
+    monkeypatch.setenv("SLURM_JOB_ID", "0")
+    monkeypatch.setattr(driver, "KILL_GRACE_S", 0.5)
+    watch = StepWatch(str(tmp_path), "functional")
+    watch.env_for("localize-g1")
+    watch.env_for("localize-g2")
+    folder = tmp_path / "watch" / "localize-g1"
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    silent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    begin = time.monotonic()
+    import threading
+    done = threading.Event()
+
+    def keep_beating():
+        step = 0
+        while not done.is_set():
+            step += 1
+            _beat(folder, "node1", 0, step)
+            time.sleep(0.3)
+    beater = threading.Thread(target=keep_beating, daemon=True)
+    beater.start()
+    try:
+        driver.wait_all([("localize-g1", slow), ("localize-g2", silent)], 4, watch, lambda _name: [])
+    finally:
+        done.set()
+    assert time.monotonic() - begin >= 4  # ended by the time limit, not by the watchdog
+    assert watch.stalls == []
+
+
+@pytest.mark.parametrize("env, on", [({}, True), ({"SMOKE_WATCHDOG": "0"}, False),
+                                     ({"SMOKE_WATCH_STAGES": "probe megatron"}, False),
+                                     ({"SMOKE_WATCH_STAGES": "localize"}, True)])
+def test_localization_is_watched_unless_turned_off(env, on):
+    from smoke.watchdog.steps import enabled
+    assert enabled(env) is on
+
+
+def test_a_step_name_that_is_not_a_stage_name_gets_no_watch_folder(tmp_path):
+    from smoke.watchdog.steps import StepWatch
+    watch = StepWatch(str(tmp_path), "functional")
+    assert watch.env_for("../escape") == {}
+    assert not (tmp_path / "escape").exists() and watch.stalled("../escape") is False

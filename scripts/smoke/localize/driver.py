@@ -3,7 +3,9 @@
 Runs in the batch shell after the probe stage (job-lib.sh's smoke_localize) and is bounded:
   1. per-node checks, one srun step over every node, each node on its own (a standalone torchrun):
      GEMM on each GPU, an all-reduce among the node's own GPUs, the GPU count it sees. A node
-     with no result within SMOKE_LOCALIZE_STEP_TIMEOUT is `unresponsive`.
+     with no result within SMOKE_LOCALIZE_STEP_TIMEOUT is `unresponsive`; the hang watchdog
+     (smoke.watchdog.steps) ends a step whose ranks stopped progressing after SMOKE_HANG_AFTER
+     seconds instead, and says which rank held it up.
   2. inter-node group tests over the nodes that passed: disjoint groups as concurrent srun steps
      (smoke.localize.search), failing groups split in halves, the last suspects confirmed in a pair
      with a node already known good. Bounded by SMOKE_LOCALIZE_MAX_ROUNDS; never all pairs.
@@ -32,6 +34,7 @@ from smoke import manifest, runfolder, slurm, vocab
 from smoke.localize.judge import judge_nodes, report_ok, should_run
 from smoke.localize.search import GroupSearch
 from smoke.localize.stats import NET_FLOOR, robust_noise
+from smoke.watchdog import steps as watchdog
 
 
 @dataclass
@@ -69,10 +72,13 @@ def srun_base(name: str, nodes: list[str], independent: bool) -> list[str]:
 
 
 def launch(step: "Step", name: str, nodes: list[str], program: list[str], env: dict, log,
-           independent=False) -> subprocess.Popen:
+           independent=False, watch: "watchdog.StepWatch | None" = None) -> subprocess.Popen:
     """One srun step running torchrun-node PROGRAM on `nodes`, with the job's own srun arguments
-    (CPU binding, container) and command prefix, as job-lib handed them over."""
+    (CPU binding, container) and command prefix, as job-lib handed them over; watched by the hang
+    watchdog under its step name when `watch` is given."""
     root = os.environ["SMOKE_ROOT"]
+    if watch is not None:
+        env = {**env, **watch.env_for(name)}
     cmd = srun_base(name, nodes, independent) + step.srun_args + step.prefix + [f"{root}/scripts/torchrun-node"] + program
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     LAUNCHED.append(proc)
@@ -82,17 +88,34 @@ def launch(step: "Step", name: str, nodes: list[str], program: list[str], env: d
 LAUNCHED: list[subprocess.Popen] = []  # every step started, ended by drive() when Slurm stops the job
 
 
-def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float) -> None:
-    """Wait for every step; the steps past the time limit are killed with scancel (their ranks may
-    be stopped or hung, which srun alone would wait on): one squeue for all of them, then 15 s of
-    grace shared by all, not 15 s each."""
+KILL_GRACE_S = 15.0
+POLL_S = 0.5
+
+
+def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float,
+             watch: "watchdog.StepWatch | None" = None, still_out=None) -> None:
+    """Wait for every step; a step the hang watchdog finds stalled (after examining it: still_out(name)
+    gives the nodes whose result is still missing) and the steps past the time limit are killed
+    with scancel (their ranks may be stopped or hung, which srun alone would wait on): one squeue
+    for all of them, then KILL_GRACE_S of grace shared by all, not each."""
     deadline = time.monotonic() + timeout
-    overdue = []
-    for name, proc in procs:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            overdue.append((name, proc))
+    overdue, pending = [], list(procs)
+    while pending:
+        running = []
+        for name, proc in pending:
+            if proc.poll() is not None:
+                continue
+            if watch is not None and watch.stalled(name):
+                watch.examine(name, still_out(name) if still_out else [])
+                overdue.append((name, proc))
+                continue
+            running.append((name, proc))
+        pending = running
+        if pending and time.monotonic() >= deadline:
+            overdue += pending
+            break
+        if pending:
+            time.sleep(POLL_S)
     if not overdue:
         return
     names = {name for name, _ in overdue}
@@ -103,7 +126,7 @@ def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float) -> None:
         fields = line.split()
         if len(fields) == 2 and fields[1] in names:
             subprocess.run(["scancel", "--signal=KILL", fields[0]], capture_output=True, check=False)
-    grace = time.monotonic() + 15
+    grace = time.monotonic() + KILL_GRACE_S
     for _, proc in overdue:
         try:
             proc.wait(timeout=max(0.1, grace - time.monotonic()))
@@ -213,8 +236,11 @@ def _drive(args, step: Step, started: float, result_path: str) -> int:
     # 1. per-node checks: one step, every node on its own (a standalone rendezvous on each node)
     env = step_env(base_port, {"SMOKE_NNODES": "1", "SMOKE_RDZV_ENDPOINT": "localhost:0",
                                "SMOKE_LOCALIZE_INTRA_BYTES": str(size)})
-    proc = launch(step, "localize-node", nodes, me + ["--kind", "node", "--out", per_node], env, log, independent=True)
-    wait_all([("localize-node", proc)], step_timeout)
+    watch = watchdog.StepWatch(out, args.mode) if watchdog.enabled(os.environ) else None
+    proc = launch(step, "localize-node", nodes, me + ["--kind", "node", "--out", per_node], env, log,
+                  independent=True, watch=watch)
+    wait_all([("localize-node", proc)], step_timeout, watch,
+             lambda _name: [n for n in nodes if not os.path.exists(os.path.join(per_node, f"{n}.json"))])
     round_seconds = [round(time.monotonic() - started, 1)]
     reports = {}
     for node in nodes:
@@ -222,6 +248,10 @@ def _drive(args, step: Step, started: float, result_path: str) -> int:
         if isinstance(report, dict):
             reports[node] = report
     suspects, noise, job_level = judge_nodes(nodes, reports, args.mode, expect)
+    for node, culprit in (watch.culprits("localize-node") if watch else {}).items():
+        if node in suspects and suspects[node]["layer"] == "unresponsive":  # the watchdog says why
+            suspects[node]["reason"] = (f"no progress for {watch.after} s in its per-node check (hang watchdog): "
+                                        f"{str(culprit.get('reason', ''))[:200]}")
     steps, rounds = 1, 1
     # 2. group tests among the nodes that passed
     # only nodes with a usable report: one ruled out job-wide (no result on most nodes) has none either
@@ -229,6 +259,7 @@ def _drive(args, step: Step, started: float, result_path: str) -> int:
     floor = NET_FLOOR[args.mode]
     search = GroupSearch(healthy, noise, floor, max_steps=settings["max_steps"])
     counter = [0]
+    groups: dict[str, list[str]] = {}
 
     def measure(tests):
         begin = time.monotonic()
@@ -239,9 +270,11 @@ def _drive(args, step: Step, started: float, result_path: str) -> int:
             relative = f"{runfolder.LOCALIZE_DIR}/group-{counter[0]}.json"
             env = step_env(vocab.step_port(base_port, 1 + counter[0]), {"MASTER_ADDR": ran_on[0]})
             procs.append((name, launch(step, name, list(ran_on), me + ["--kind", "group", "--out",
-                                                                       os.path.join(out, relative)], env, log)))
+                                                                       os.path.join(out, relative)], env, log,
+                                       watch=watch)))
             paths.append(relative)
-        wait_all(procs, step_timeout)
+            groups[name] = list(ran_on)
+        wait_all(procs, step_timeout, watch, groups.get)
         figures = []
         for path in paths:
             report = load_json(out, path)
@@ -265,7 +298,8 @@ def _drive(args, step: Step, started: float, result_path: str) -> int:
     result.update({"suspects": [suspects[n] for n in nodes if n in suspects], "job_level": job_level,
                    "rounds": rounds, "steps": steps,
                    "seconds": round(time.monotonic() - started, 1), "noise": round(noise, 4), "group_noise": round(search.noise, 4),
-                   "round_seconds": round_seconds, "floor": floor, "per_node": reports, "groups": search.history})
+                   "round_seconds": round_seconds, "floor": floor, "per_node": reports, "groups": search.history,
+                   "stalls": watch.stalls if watch else []})
     runfolder.write_json(result_path, result)
     names = ", ".join(f"{s['node']} ({s['layer']})" for s in result["suspects"]) or "nobody"
     print(f"localize: {len(nodes)} nodes, {rounds} round(s), {steps} srun step(s), "

@@ -18,6 +18,7 @@ from smoke import runfolder
 from smoke.dist_exit import finish
 from smoke.localize.stats import best
 from smoke.slurm import node_name
+from smoke.watchdog.beat import beat
 
 
 def gpus_seen(cuda: bool) -> int:
@@ -62,7 +63,11 @@ def gemm_repeats(cuda: bool, repeats: int) -> list[float]:
     def run():
         for _ in range(iters):
             torch.matmul(a, b)
-    return [2 * n**3 * iters / timed(run, cuda) / 1e12 for _ in range(repeats)]
+    out = []
+    for _ in range(repeats):
+        out.append(2 * n**3 * iters / timed(run, cuda) / 1e12)
+        beat()  # progress for the hang watchdog (a no-op without it)
+    return out
 
 
 def allreduce_repeats(group, cuda: bool, repeats: int, size: int | None = None) -> list[float]:
@@ -83,6 +88,7 @@ def allreduce_repeats(group, cuda: bool, repeats: int, size: int | None = None) 
         seconds = torch.tensor([timed(run, cuda) / iters], device=tensor.device, dtype=torch.float64)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX, group=group)
         out.append(size / seconds.item() / 1e9 * 2 * (world - 1) / world)
+        beat()
     return out
 
 
@@ -96,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     timeout = datetime.timedelta(seconds=float(os.environ.get("SMOKE_COLLECTIVE_TIMEOUT", "600")))
     dist.init_process_group("nccl" if cuda else "gloo", timeout=timeout)
+    beat()  # joined: from here on a rank that stops beating holds its step up
     repeats = 5 if cuda else 8
     rank, world = dist.get_rank(), dist.get_world_size()
     if args.kind == "node":
