@@ -359,3 +359,23 @@ def test_a_step_name_that_is_not_a_stage_name_gets_no_watch_folder(tmp_path):
     watch = StepWatch(str(tmp_path), "functional")
     assert watch.env_for("../escape") == {}
     assert not (tmp_path / "escape").exists() and watch.stalled("../escape") is False
+
+
+def test_the_agent_waits_for_a_late_stack_dump_not_a_fixed_moment(tmp_path):
+    """A spinning rank on a loaded node dumped after the agent had read its file (the hang matrix:
+    every peer reachable at once, so the TCP checks used no time and the fixed wait was 0 s): the
+    agent now waits until the dump lands, at most until its deadline."""
+    import threading
+
+    from smoke.watchdog.agent import wait_for_dumps
+    stack = tmp_path / "node4.rank-7.stack"
+    stack.write_text("")
+    timer = threading.Timer(1.0, lambda: stack.write_text('Current thread 0x1 (most recent call first):\n'))
+    timer.start()
+    begin = time.monotonic()
+    wait_for_dumps(str(tmp_path), "node4", {7: 0}, begin + 5)
+    took = time.monotonic() - begin
+    assert stack.stat().st_size > 0 and 1.0 <= took < 3, took
+    begin = time.monotonic()
+    wait_for_dumps(str(tmp_path), "node4", {7: stack.stat().st_size}, begin + 1.0)  # never grows: the deadline
+    assert 1.0 <= time.monotonic() - begin < 2

@@ -25,7 +25,10 @@ from smoke.slurm import node_name
 from smoke.watchdog import layout
 from smoke.watchdog.stacks import parse_dump
 
-DUMP_WAIT_S = 2.0  # faulthandler writes from the signal handler at once; a busy node may need a moment
+# faulthandler writes from the signal handler as soon as the rank runs again; on a loaded node that
+# can take a while (the hang matrix with two jobs on two cores: a spinning rank's dump landed after a
+# fixed wait that the TCP checks had already used up). Wait for every signalled rank's dump, at most this.
+DUMP_WAIT_S = 5.0
 CONNECT_TIMEOUT_S = 3.0
 MAX_STACK_READ = 256 * 1024
 
@@ -114,10 +117,28 @@ def peers_of(run_dir: str, watch: str, me: str) -> dict[str, tuple[str, int]]:
     return peers
 
 
+def wait_for_dumps(folder: str, me: str, before: dict[int, int], deadline: float) -> None:
+    """Until every signalled rank's stack file has grown (its dump landed), or the deadline; then a
+    moment more for the dump's last lines (faulthandler writes them one by one)."""
+    waiting = dict(before)
+    while waiting and time.monotonic() < deadline:
+        for rank, size in list(waiting.items()):
+            try:
+                if os.path.getsize(os.path.join(folder, layout.rank_file(me, rank, "stack"))) > size:
+                    del waiting[rank]
+            except OSError:
+                pass
+        if waiting:
+            time.sleep(0.1)
+    time.sleep(0.2)
+
+
 def answer(run_dir: str, watch: str, me: str, request_id: int) -> dict:
     folder = os.path.join(run_dir, watch)
     ranks = {}
     sizes = {}
+    signalled: list[int] = []
+    signalled_at = time.monotonic()
     for name in runfolder.list_dir(run_dir, watch, ".json")[:4096]:
         match = layout.RANK_FILE.fullmatch(name)
         if not match or match["node"] != me or match["kind"] != "json":
@@ -137,11 +158,12 @@ def answer(run_dir: str, watch: str, me: str, request_id: int) -> dict:
         if state not in ("T", "t", "Z", "X", "gone"):  # a stopped process would dump only when continued
             try:
                 os.kill(pid, signal.SIGUSR1)
+                signalled.append(rank)
             except OSError:
                 pass
     peers = peers_of(run_dir, watch, me)
     reached = reach(peers)  # takes up to CONNECT_TIMEOUT_S: the dumps land meanwhile
-    time.sleep(max(0.0, DUMP_WAIT_S - CONNECT_TIMEOUT_S))
+    wait_for_dumps(folder, me, {r: sizes[r] for r in signalled}, signalled_at + DUMP_WAIT_S)
     for rank, info in ranks.items():
         stack_path = os.path.join(folder, layout.rank_file(me, rank, "stack"))
         try:
