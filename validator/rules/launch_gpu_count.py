@@ -22,6 +22,8 @@ BAD = bad_batch('--nproc-per-node="$SLURM_GPUS_ON_NODE"', "--nproc-per-node=$SLU
 WRONG = {"SLURM_GPUS_PER_NODE": "is unset when the job asks with --gpus-per-task (and may read 'h100:8')",
          "SLURM_NTASKS_PER_NODE": "is the job's --ntasks-per-node (1 with one task per node), not the GPU count",
          "SLURM_GPUS": "counts the whole job's GPUs, not one node's"}
+# SLURM_GPUS is "Only set if the -G, --gpus option is specified" (sbatch.1, slurm-26-05-3-1)
+_GPUS_UNSET = "is unset unless the job asks with --gpus (sbatch.1: only set with -G/--gpus)"
 
 
 def _plain_gpus_per_node(parsed) -> bool:
@@ -37,11 +39,16 @@ def check(target):
     if requested is not None and as_int(parsed.value("ntasks-per-node")) == requested:
         skip.add("SLURM_NTASKS_PER_NODE")
     whole_nodes = requested is None and exclusive_nodes(parsed)
+    wrong = dict(WRONG)
+    if not parsed.get("gpus"):
+        wrong["SLURM_GPUS"] = _GPUS_UNSET
+    elif parsed.value("nodes") in ("1", "1-1"):
+        skip.add("SLURM_GPUS")  # one node: the job's GPUs are the node's
     for command in launcher_commands(target.script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")
         if word is None:
             continue
-        for name, why in WRONG.items():
+        for name, why in wrong.items():
             if name not in skip and f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
         # a literal equal to the job's own per-node GPU request says the same thing twice

@@ -134,7 +134,8 @@ _OPTIONS_VARIABLE = re.compile(r'"?\$\{?\w+(\[[@*]\])?\}?"?')
 
 
 def _program(command):
-    """The word srun runs (after its options), or None when it is not literal."""
+    """The word srun runs (after its options), None when there is none; its value is None when the
+    word expands something."""
     table = option_table()["options"]
     args, i = command.args, 0
     while i < len(args):
@@ -145,7 +146,7 @@ def _program(command):
         if text is None and args[i].raw.startswith("-"):  # --ntasks="$N", -N${NODES}: an option, its value expanded
             text = args[i].raw
         if text is None:
-            return None
+            break  # the program's word itself expands something ($CODEDIR/copy-data.sh): its value is None
         if text == "--":
             i += 1
             break
@@ -168,6 +169,13 @@ _RAY_LOCAL = re.compile(r"(?<![\w.-])ray\s+(stop|status)\b")
 # A task that takes its own share of the data by its task id: `--shard=$SLURM_PROCID`,
 # `subpartition_number=$SLURM_PROCID` (Hydra), `--chunk ${SLURM_PROCID}`. Each task works alone.
 _OWN_SHARD = re.compile(r"(?i)[\w.-]*(shard|partition|chunk|split|slice)[\w.-]*\s*[= ]\s*[\"']?\\?\$\{?SLURM_PROCID\b")
+# `python -c CODE` whose code imports nothing that joins tasks (an mllog event, a file check): each
+# task runs it alone.
+_JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed", "init_process_group",
+          "tensorflow", "ray", "dask")
+# A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh
+_HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage)"
+                            r"([-_][\w-]*)?\.sh$")
 # Options of `apptainer|singularity exec` that take the next word as their value.
 _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
                           "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
@@ -263,6 +271,13 @@ def _independent(shell, command) -> bool:
     text = " ".join(a.raw for a in command.args)
     if _RAY_LOCAL.search(text) and not _RAY.search(text) or _OWN_SHARD.search(text):
         return True
+    if program is not None:
+        words = command.args[command.args.index(program):]
+        if name.startswith("python") and len(words) > 2 and words[1].value == "-c" and words[2].value is not None \
+                and not any(marker in words[2].value for marker in _JOINS):
+            return True
+        if _HELPER_SCRIPT.search(program.raw.strip("\"'").rsplit("/", 1)[-1]):
+            return True
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
     rest = command.args[command.args.index(program) + 1:]

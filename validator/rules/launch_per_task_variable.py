@@ -11,6 +11,9 @@ Not reported where node 0's value does no harm:
   `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`); the c10d rendezvous
   assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank is
   reported whatever the backend: its DeepSpeed launcher (no ssh) passes it on as the node rank;
+- `CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` in a job that binds GPUs per task (--ntasks-per-gpu implies
+  --tres-bind=gres/gpu:single, --gpus-per-task implies per_task: sbatch.1 at slurm-26-05-3-1):
+  Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
 - the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
   or exported in a script whose launcher uses the c10d rendezvous).
 """
@@ -100,6 +103,10 @@ def _assigned_to(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
+def _gpus_bound_per_task(parsed) -> bool:
+    return bool(parsed.get("ntasks-per-gpu") or parsed.get("gpus-per-task"))
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
@@ -118,6 +125,8 @@ def check(target):
         if expansion.name == "SLURM_GPUS_ON_NODE" and uniform or _one_value(parsed, expansion.name):
             continue
         if c10d and _c10d_rank(expansion, data, seen):
+            continue
+        if _assigned_to(expansion.node) == "CUDA_VISIBLE_DEVICES" and _gpus_bound_per_task(parsed):
             continue
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}

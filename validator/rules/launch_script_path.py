@@ -99,6 +99,19 @@ def _guarded(node, submit: set, in_slurm: set) -> bool:
     return False
 
 
+def _submit_default(node) -> bool:
+    """`${SLURM_SUBMIT_DIR:-$(dirname "${BASH_SOURCE[0]}")}`: the script's path is only the fallback
+    for runs outside Slurm (slurmd sets SLURM_SUBMIT_DIR in every batch job: sbatch.1, OUTPUT
+    ENVIRONMENT VARIABLES)."""
+    while node is not None:
+        if node.type == "expansion":
+            text = node.text.decode("utf-8", "replace")
+            if text.startswith(("${" + _SUBMIT + ":-", "${" + _SUBMIT + "-", "${" + _SUBMIT + ":=")):
+                return True
+        node = node.parent
+    return False
+
+
 def _listed_with_submit(node) -> bool:
     """`[[ $DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR || TOP=$DIR`: the test and its fallback in one list."""
     while node is not None and node.type not in ("list", "program"):
@@ -121,7 +134,7 @@ def check(target):
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
     for expansion in paths:
-        if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm)
+        if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _assigned_name(expansion.node) in fallback):
             continue
         yield (script.display, expansion.line, expansion.col,

@@ -6,6 +6,8 @@ involved). The default profile reports a lost srun status; set -euo pipefail bef
 is A policy of our presets, not a defect elsewhere: strict profile only. A per-node helper step
 (hostname, mkdir, curl, nvidia-smi: helper_step of launch-kill-on-bad-exit) is not the job's work:
 its status is not the one to keep, so it is neither the main srun nor a lost one in a pipeline.
+Nor is an srun followed by the job's work run without srun (`apptainer exec IMG run.sh`, mpirun,
+python): the work's status is the job's.
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 from validator.rules.launch_kill_on_bad_exit import helper_step
@@ -18,6 +20,10 @@ GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("set -euo pipefail\n", "set -eu\n")
 BAD = {"run.sbatch": BAD["run.sbatch"].replace(" train.py'\n", " train.py' | tee train.log\n")}
 _TOP = {"program", "redirected_statement", "pipeline"}
+# Programs that do a job's work without srun: when one of them runs after the last srun, that srun
+# was a setup step and the job's status is the work's, as its author meant.
+_WORK = {"apptainer", "singularity", "mpirun", "mpiexec", "torchrun", "deepspeed", "accelerate", "python", "python3",
+         "docker", "podman", "charmrun", "julia", "Rscript"}
 
 
 def _flags(command):
@@ -87,6 +93,9 @@ def _risks(script):
         return
     main = max(foreground, key=lambda c: c.node.start_byte)
     statement = _statement(main.node)
+    if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
+           for c in shell.commands):
+        return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
     after = [n for n in statement.parent.children
              if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")] \
         if statement.parent else []
