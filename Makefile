@@ -53,10 +53,11 @@ bench-e2e: $(STAMP)
 
 # Fault injection on the local 4-node Slurm cluster (needs root): FAULT_RUNS runs of each fault,
 # faulty node chosen at random; prints a table per fault. Localization's faults (docs/localization.md),
-# then the hang watchdog's during training, both modes alternating (docs/hang-watchdog.md).
+# then the hang watchdog's during training, both modes alternating, two 4-node jobs at once on an
+# 8-node cluster (docs/hang-watchdog.md).
 fault-matrix: $(STAMP)
 	$(PY) bench/fault_matrix.py
-	$(PY) bench/hang_matrix.py --mode both
+	$(PY) bench/hang_matrix.py --mode both --lanes 2
 
 clean:
 	rm -rf $(VENV) .pytest_cache
