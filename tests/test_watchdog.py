@@ -379,3 +379,15 @@ def test_the_agent_waits_for_a_late_stack_dump_not_a_fixed_moment(tmp_path):
     begin = time.monotonic()
     wait_for_dumps(str(tmp_path), "node4", {7: stack.stat().st_size}, begin + 1.0)  # never grows: the deadline
     assert 1.0 <= time.monotonic() - begin < 2
+
+
+def test_a_watched_localization_step_is_no_warn_row_in_the_verdict(tmp_path):
+    """Each localization step's watch folder carries the watchdog's status as a stage's does: the
+    verdict's `watchdog <stage>` row warns only when it is missing or failed."""
+    from smoke.verdict import hang
+    from smoke.watchdog.steps import StepWatch
+    watch = StepWatch(str(tmp_path), "functional")
+    watch.env_for("localize-node")
+    assert hang.rows(str(tmp_path)) == []
+    (tmp_path / "watch" / "localize-g1").mkdir(parents=True)  # a folder without the status: said
+    assert [(r.check, r.state) for r in hang.rows(str(tmp_path))] == [("watchdog localize-g1", "WARN")]

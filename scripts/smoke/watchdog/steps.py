@@ -44,6 +44,9 @@ class StepWatch:
             return {}
         folder = os.path.join(self.run_dir, layout.stage_dir(step))
         os.makedirs(folder, exist_ok=True)
+        # the watchdog's own status, as a stage monitor writes it (the verdict's `watchdog <stage>` row)
+        self._status(step, {"state": "watching", "started": time.time(), "pid": os.getpid(),
+                            "by": "smoke.localize.driver"})
         self.progress[step] = Progress(self.run_dir, layout.stage_dir(step), None)
         self.last[step] = time.monotonic()
         return {"SMOKE_STAGE": step, "SMOKE_WATCH_DIR": folder, "SMOKE_OUT": self.run_dir}
@@ -69,8 +72,16 @@ class StepWatch:
             record.update(judge(nodes, published, evidence, cuda=self.cuda, flight=flight))
         except Exception as exc:  # noqa: BLE001 - reported, never the end of localization
             record["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        self._status(step, {"state": "failed", "error": record["error"]} if "error" in record
+                     else {"state": "stall handled"})
         self.stalls.append(record)
         return record
+
+    def _status(self, step: str, status: dict) -> None:
+        try:
+            runfolder.write_json(os.path.join(self.run_dir, layout.stage_dir(step), "monitor.json"), status)
+        except OSError:
+            pass
 
     def culprits(self, step: str) -> dict[str, dict]:
         """node -> the watchdog's culprit record for a step it ended (the first per node)."""
