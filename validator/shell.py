@@ -222,6 +222,11 @@ def _word(node) -> Word:
 def parse_shell(text: str) -> ShellScript:
     global _pos
     data = text.encode("utf-8", "surrogatepass")
+    end = len(data.rstrip(b"\n"))
+    if end and data[end - 1:end] == b"\\" and len(data) - end <= 1:
+        # a file that ends in a backslash (and at most a newline): bash drops the continuation at the
+        # end of input (bash 5.2: `printf 'echo a \\'` runs `echo a`); tree-sitter makes it an error
+        data = data[:end - 1] + b" " + data[end:]
     tree = _parser().parse(data)
     out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node, columns=_Columns(data))
     saved, _pos = _pos, out.columns

@@ -76,6 +76,8 @@ def keep_in_default_profile(finding: Finding, script=None) -> bool:
     """Whether a shellcheck finding is a defect or a real risk in somebody else's batch script."""
     if finding.rule == "SC2070" and _tests_a_job_variable(finding, script):
         return False
+    if finding.rule in ("SC1072", "SC1073") and _trailing_backslash(finding, script):
+        return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
 
@@ -87,6 +89,15 @@ ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_N
                                      "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_PARTITION",
                                      "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
 _N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")
+
+
+def _trailing_backslash(finding: Finding, script) -> bool:
+    """shellcheck's parse error on a last line that ends in a backslash with no newline after it:
+    bash drops that backslash at the end of input and runs the command as written (bash 5.2)."""
+    text = getattr(getattr(script, "source", None), "text", None)
+    if not text or not text.endswith(("\\", "\\\n")):
+        return False
+    return finding.line >= len(text.splitlines()) - 1
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:

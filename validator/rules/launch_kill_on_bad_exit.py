@@ -113,7 +113,8 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "singularity", "dcgmi", "pkill", "killall", "kill", "tee", "head", "tail", "grep", "wc", "nproc", "id",
              "whoami", "pwd", "mount", "umount", "ulimit", "test", "[", "cd", "source", ".", "module", "ml",
              "set", "exit", "sudo", "md5sum", "sha256sum", "nvcc", "which", "command", "type", "ps", "uptime",
-             "apt", "apt-get", "yum", "dnf", "pip", "pip3", "netstat", "ss", "lsof", "ping"}
+             "apt", "apt-get", "yum", "dnf", "pip", "pip3", "netstat", "ss", "lsof", "ping",
+             "unsquashfs", "sysctl"}
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
@@ -174,7 +175,7 @@ _OWN_SHARD = re.compile(r"(?i)[\w.-]*(shard|partition|chunk|split|slice)[\w.-]*\
 _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed", "init_process_group",
           "tensorflow", "ray", "dask")
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh
-_HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage)"
+_HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor)"
                             r"([-_][\w-]*)?\.sh$")
 # Options of `apptainer|singularity exec` that take the next word as their value.
 _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
@@ -212,7 +213,25 @@ def helper_step(shell, command) -> bool:
     if name in _PER_NODE:
         return True
     inner = _payload(shell, command, program, name)
-    return inner is not None and all(c.name.rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
+    return inner is not None and all(_resolved(shell, c.name).rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
+
+
+_DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
+
+
+def _resolved(shell, name: str) -> str:
+    """A payload command named by a variable (`&& ${DROPCACHE_CMD}`): the first word of the literal
+    value the script gives it (`X=...` or `: "${X:="sudo sysctl vm.drop_caches=3"}"`), else the name."""
+    match = re.fullmatch(r"\$\{?(\w+)\}?", name)
+    if match is None:
+        return name
+    values = [a.value for a in shell.assigned(match.group(1)) if a.value]
+    root = shell.root
+    if not values and root is not None:
+        found = re.search(_DEFAULTED % re.escape(match.group(1)), root.text.decode("utf-8", "replace"))
+        values = [found.group(2)] if found else []
+    words = values[0].split() if values else []
+    return words[0] if words else name
 
 
 def _payload(shell, command, program, name):
@@ -278,6 +297,9 @@ def _independent(shell, command) -> bool:
             return True
         if _HELPER_SCRIPT.search(program.raw.strip("\"'").rsplit("/", 1)[-1]):
             return True
+        script = words[1] if name in ("bash", "sh") and len(words) > 1 and not words[1].raw.startswith("-") else None
+        if script is not None and _HELPER_SCRIPT.search(script.raw.strip("\"'").rsplit("/", 1)[-1]):
+            return True  # `bash $DIR/power_monitor.sh` on each node
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
     rest = command.args[command.args.index(program) + 1:]
