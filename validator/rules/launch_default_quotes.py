@@ -29,11 +29,21 @@ def _only_assigns_unread(expansion, shell) -> bool:
     if name_node is None or name_node.text != b":":
         return False
     name = match.group(1)
-    read = any(e.name == name and e.node is not expansion.node for e in shell.expansions)
-    exported = any(a.name == name and a.exported for a in shell.assignments) or any(
-        c.name == "export" and any((w.value or w.raw).split("=", 1)[0] == name for w in c.args)
-        for c in shell.named("export"))
-    return not read and not exported
+    reads, exported = _reads_and_exports(shell)
+    return reads.get(name, 0) <= 1 and name not in exported  # its own expansion is one read
+
+
+def _reads_and_exports(shell) -> tuple[dict, set]:
+    """How often each name is expanded, and the names exported: once per script (linear)."""
+    cached = shell.__dict__.get("_default_quotes_index")
+    if cached is None:
+        reads: dict = {}
+        for e in shell.expansions:
+            reads[e.name] = reads.get(e.name, 0) + 1
+        exported = {a.name for a in shell.assignments if a.exported}
+        exported |= {(w.value or w.raw).split("=", 1)[0] for c in shell.named("export") for w in c.args}
+        cached = shell.__dict__["_default_quotes_index"] = (reads, exported)
+    return cached
 
 
 def check(target):

@@ -169,7 +169,14 @@ _RAY = re.compile(r"(?<![\w.-])ray\s+(start|symmetric-run)\b")
 _RAY_LOCAL = re.compile(r"(?<![\w.-])ray\s+(stop|status)\b")
 # A task that takes its own share of the data by its task id: `--shard=$SLURM_PROCID`,
 # `subpartition_number=$SLURM_PROCID` (Hydra), `--chunk ${SLURM_PROCID}`. Each task works alone.
-_OWN_SHARD = re.compile(r"(?i)[\w.-]*(shard|partition|chunk|split|slice)[\w.-]*\s*[= ]\s*[\"']?\\?\$\{?SLURM_PROCID\b")
+_TASK_ID = re.compile(r"\\?\$\{?SLURM_PROCID\b")
+_SHARD_NAME = re.compile(r"(?i)(shard|partition|chunk|split|slice)[\w.-]{0,32}\s*[= ]\s*[\"']?$")
+
+
+def _own_shard(text: str) -> bool:
+    """The task id handed over as a shard's number: a bounded look behind each $SLURM_PROCID (linear
+    in the text, whatever its words' length)."""
+    return any(_SHARD_NAME.search(text[max(0, m.start() - 48):m.start()]) for m in _TASK_ID.finditer(text))
 # `python -c CODE` whose code imports nothing that joins tasks (an mllog event, a file check): each
 # task runs it alone.
 _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed", "init_process_group",
@@ -177,6 +184,11 @@ _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "de
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor)"
                             r"([-_][\w-]*)?\.sh$")
+def _helper_script(raw: str) -> bool:
+    base = raw.strip("\"'").rsplit("/", 1)[-1]
+    return len(base) <= 255 and bool(_HELPER_SCRIPT.search(base))  # a file name is at most 255 bytes
+
+
 # Options of `apptainer|singularity exec` that take the next word as their value.
 _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
                           "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
@@ -222,16 +234,19 @@ _DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
 def _resolved(shell, name: str) -> str:
     """A payload command named by a variable (`&& ${DROPCACHE_CMD}`): the first word of the literal
     value the script gives it (`X=...` or `: "${X:="sudo sysctl vm.drop_caches=3"}"`), else the name."""
-    match = re.fullmatch(r"\$\{?(\w+)\}?", name)
+    match = re.fullmatch(r"\$\{?(\w{1,128})\}?", name)
     if match is None:
         return name
-    values = [a.value for a in shell.assigned(match.group(1)) if a.value]
-    root = shell.root
-    if not values and root is not None:
-        found = re.search(_DEFAULTED % re.escape(match.group(1)), root.text.decode("utf-8", "replace"))
-        values = [found.group(2)] if found else []
-    words = values[0].split() if values else []
-    return words[0] if words else name
+    cache = shell.__dict__.setdefault("_resolved_names", {})  # once per name: 10,000 steps stay linear
+    if name not in cache:
+        values = [a.value for a in shell.assigned(match.group(1)) if a.value]
+        root = shell.root
+        if not values and root is not None:
+            found = re.search(_DEFAULTED % re.escape(match.group(1)), root.text.decode("utf-8", "replace"))
+            values = [found.group(2)] if found else []
+        words = values[0].split() if values else []
+        cache[name] = words[0] if words else name
+    return cache[name]
 
 
 def _payload(shell, command, program, name):
@@ -288,17 +303,17 @@ def _independent(shell, command) -> bool:
     if program is not None and _standalone_torchrun(command, program, name):
         return True
     text = " ".join(a.raw for a in command.args)
-    if _RAY_LOCAL.search(text) and not _RAY.search(text) or _OWN_SHARD.search(text):
+    if _RAY_LOCAL.search(text) and not _RAY.search(text) or _own_shard(text):
         return True
     if program is not None:
         words = command.args[command.args.index(program):]
         if name.startswith("python") and len(words) > 2 and words[1].value == "-c" and words[2].value is not None \
                 and not any(marker in words[2].value for marker in _JOINS):
             return True
-        if _HELPER_SCRIPT.search(program.raw.strip("\"'").rsplit("/", 1)[-1]):
+        if _helper_script(program.raw):
             return True
         script = words[1] if name in ("bash", "sh") and len(words) > 1 and not words[1].raw.startswith("-") else None
-        if script is not None and _HELPER_SCRIPT.search(script.raw.strip("\"'").rsplit("/", 1)[-1]):
+        if script is not None and _helper_script(script.raw):
             return True  # `bash $DIR/power_monitor.sh` on each node
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False

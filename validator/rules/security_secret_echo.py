@@ -49,8 +49,14 @@ def _captured(node, shell, depth: int = 0) -> bool:
             return True
         if parent.type == "function_definition" and depth < 3:
             name = parent.child_by_field_name("name")
-            calls = shell.named(name.text.decode("utf-8", "replace")) if name is not None else []
-            return bool(calls) and all(_captured(c.node, shell, depth + 1) for c in calls)
+            if name is None:
+                return False
+            key = (name.text, depth)
+            cache = shell.__dict__.setdefault("_captured_functions", {})  # once per function: linear
+            if key not in cache:
+                calls = shell.named(name.text.decode("utf-8", "replace"))
+                cache[key] = bool(calls) and all(_captured(c.node, shell, depth + 1) for c in calls)
+            return cache[key]
         child, parent = parent, parent.parent
     return False
 
