@@ -20,7 +20,8 @@ Nor has a step of `torchrun --standalone` (each task its own rendezvous: run() i
 torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
 inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
 task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
-job's own task count, and `--ntasks=$NNODES` one task per node.
+job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
+-parallel is a serial program: several tasks of it are copies that never talk.
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
@@ -184,6 +185,23 @@ _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "de
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor)"
                             r"([-_][\w-]*)?\.sh$")
+# OpenFOAM's applications run as one serial process unless given -parallel (then they are MPI ranks
+# of one decomposed case: the OpenFOAM User Guide, "Running applications in parallel": `mpirun -np N
+# foamApp -parallel`). Several tasks of a serial one
+# (`srun blockMesh` in a 4-task job) are copies that never talk to each other.
+_OPENFOAM_UTILITIES = {"blockMesh", "decomposePar", "reconstructPar", "reconstructParMesh", "snappyHexMesh",
+                       "checkMesh", "setFields", "mapFields", "topoSet", "createPatch", "renumberMesh",
+                       "surfaceFeatureExtract", "surfaceFeatures", "extrudeMesh", "mirrorMesh", "transformPoints",
+                       "foamToVTK", "postProcess", "redistributePar", "refineMesh", "changeDictionary"}
+
+
+def _serial_openfoam(command, program, name: str) -> bool:
+    inner = _in_container(command, program) if name in _RUNTIMES else name
+    inner = (inner or "").rsplit("/", 1)[-1]
+    openfoam = inner in _OPENFOAM_UTILITIES or (inner.endswith("Foam") and inner[:1].islower() and len(inner) > 4)
+    return openfoam and not any((a.value or a.raw) == "-parallel" for a in command.args)
+
+
 def _helper_script(raw: str) -> bool:
     base = raw.strip("\"'").rsplit("/", 1)[-1]
     return len(base) <= 255 and bool(_HELPER_SCRIPT.search(base))  # a file name is at most 255 bytes
@@ -300,7 +318,7 @@ def _independent(shell, command) -> bool:
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
         return True
-    if program is not None and _standalone_torchrun(command, program, name):
+    if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)):
         return True
     text = " ".join(a.raw for a in command.args)
     if _RAY_LOCAL.search(text) and not _RAY.search(text) or _own_shard(text):
