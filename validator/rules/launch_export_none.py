@@ -3,8 +3,11 @@
 Premise: sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job (src/sbatch/opt.c at
 slurm-22-05-0-1 and slurm-26-05-1-1) and srun reads SLURM_EXPORT_ENV as its --export (env_vars in
 src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): every step starts
-without PATH. Holds for: 22.05-26.05.
+without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no MPI launcher,
+which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
+to) runs only in the batch shell, which keeps its environment: nothing to report.
 """
+import re
 from validator.rules.base import GOOD_BATCH, bad_batch
 
 ID = "launch-export-none"
@@ -13,6 +16,34 @@ SCOPE = "script"
 DESCRIPTION = '--export=NONE is inherited by every srun step, which then starts without PATH; set SLURM_EXPORT_ENV=ALL or pass srun --export.'
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "")
+
+
+# Programs that start Slurm steps themselves (MPI launchers bootstrap through srun; job launchers)
+_STEP_STARTERS = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prun", "charmrun", "torchrun", "deepspeed",
+                  "accelerate", "ray", "salloc", "sbatch"}
+# Commands of the batch shell that start nothing: shell builtins and file/text tools.
+_SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", "set", "unset", "sed", "awk",
+               "grep", "cat", "mkdir", "rm", "cp", "mv", "ln", "ls", "touch", "date", "hostname", "sleep",
+               "exit", "return", "test", "[", "[[", "true", "false", "pwd", "tee", "head", "tail", "wc", "sort",
+               "uniq", "cut", "tr", "find", "xargs", "basename", "dirname", "readlink", "realpath", "chmod",
+               "ulimit", "umask", "trap", "wait", "read", "local", "declare", "eval", "env", "printenv", "which",
+               "conda", "mamba", "micromamba", "tar", "gzip", "gunzip", "nvidia-smi", "scontrol", "squeue",
+               "sacct", "sinfo", "python", "python3", "singularity", "apptainer", "curl", "wget", "git", "time"}
+_PATHLIKE = re.compile(r"^\$|/|\.(sh|bash|slurm|sbatch)$")  # ./run.sh, $EXE, bin/app, job.sh
+
+
+def _may_start_steps(shell) -> bool:
+    """An MPI or job launcher, or another script or program the job is handed to (./run.sh,
+    bash run.sh, $EXE), may start srun steps; shell-only work may not."""
+    for command in shell.commands:
+        name = command.name.rsplit("/", 1)[-1]
+        if name in _STEP_STARTERS:
+            return True
+        if name in ("bash", "sh") and any(not (a.value or a.raw).startswith("-") for a in command.args):
+            return True  # another script: it may srun
+        if name not in _SHELL_ONLY and _PATHLIKE.search(command.name):
+            return True
+    return False
 
 
 def check(target):
@@ -25,6 +56,8 @@ def check(target):
         return
     sruns = shell.named("srun")
     if sruns and all(c.has_flag("--export") for c in sruns):
+        return
+    if not sruns and not _may_start_steps(shell):
         return
     option = script.parsed.get("export")[-1]
     yield (script.display, option.line, option.col,
