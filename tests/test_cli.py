@@ -187,3 +187,17 @@ def test_unreadable_config_is_a_usage_error(tmp_path):
     proc = run_validator("presets/ethernet-only", cwd=tmp_path, prefix=_permission_checked())
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == f"validator: error: {config}: cannot read: Permission denied"
+
+
+def test_another_languages_source_without_shebang_is_said_not_checked(tmp_path):
+    """A Julia or Python file whose comment shows an example sbatch script is not a batch script (sbatch
+    refuses a file without '#!'): one line on stderr, no findings; with a '#!' line it is checked."""
+    source = tmp_path / "remap.jl"
+    source.write_text('#=\nExample:\n#!/bin/bash\n#SBATCH --mem=32G\nmodule load julia\n=#\nusing Foo\n')
+    result = run_validator(str(source))
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    assert "remap.jl: not checked: a .jl file without '#!'" in result.stderr
+    script = tmp_path / "job.py"
+    script.write_text("#!/usr/bin/env python3\n#SBATCH --nodes=2\nimport os\n")
+    result = run_validator(str(script))
+    assert result.returncode == 1 and "[launch-time-limit]" in result.stdout, result.stdout + result.stderr

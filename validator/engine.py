@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,6 +161,17 @@ def _applies(rule, target: Target) -> bool:
     return False
 
 
+# Suffixes of other languages' source: such a file without a '#!' line is no batch script, whatever
+# #SBATCH example its comments show (sbatch itself refuses a script without '#!': sbatch.c, _get_script_buffer).
+OTHER_LANGUAGE = {".jl", ".py", ".r", ".m", ".c", ".cc", ".cpp", ".h", ".hpp", ".f", ".f90", ".go", ".rs", ".js",
+                  ".ts", ".java", ".lua", ".rb", ".md", ".rst", ".tex", ".ipynb", ".yaml", ".yml", ".json", ".toml"}
+
+
+def _other_language(path, script) -> bool:
+    text = script.source.text or ""
+    return path.suffix.lower() in OTHER_LANGUAGE and not text.startswith("#!")
+
+
 def validate(paths: list[str], options: Options) -> list[Finding]:
     check_selectors(options)
     targets: list[Target] = []
@@ -183,6 +195,11 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             strict = kind == "shared" or options.strict or config.strict
             release = options.release or config.slurm_version or sbatch.releases()[-1]
             script, problems = load_script(path, root, release, strict, config.spank, config.spank_options)
+            if script is not None and _other_language(path, script):
+                # said, not a finding: the file is not a batch script, and nothing in it was checked
+                print(f"validator: {script.display}: not checked: a {path.suffix} file without '#!' is source "
+                      "of another language (its #SBATCH lines are an example in a comment)", file=sys.stderr)
+                continue
             target = Target(script=script, repo_root=root, release=release, strict=strict)
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
@@ -238,9 +255,9 @@ def silenceable(finding: Finding) -> bool:
 
 
 def _template(script) -> bool:
-    """A file with {{ }} placeholders in its directives: sbatch-bad-value says once that it is a
-    template; shellcheck's findings would be about the unrendered text."""
-    return script is not None and bool(script.parsed.template_lines)
+    """A file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}): a tool
+    renders it before sbatch; shellcheck's findings would be about the unrendered text."""
+    return script is not None and bool(script.parsed.template_lines or script.parsed.engine_lines)
 
 
 def _deferred_to_step(finding: Finding, script) -> bool:

@@ -77,6 +77,7 @@ class Option:
     written: str  # the option as written, e.g. "--ntasks-per=4" or "-N"
     problem: str | None = None  # unknown / ambiguous / unavailable / stray / missing-argument
     detail: str = ""
+    component: int = 0  # the heterogeneous job's component: 1 after the first `#SBATCH hetjob` line, ...
 
 
 @dataclass
@@ -108,9 +109,14 @@ class SbatchScript:
     template_lines: list[int] = field(default_factory=list)  # directives with {{ }} / {% %} placeholders
     # directives with any placeholder: {{ }}, <ACCOUNT>, <partition name>, YOUR_PROJECT (template_lines among them)
     placeholder_lines: list[int] = field(default_factory=list)
+    # lines of a template engine's own ({% include %}, {# comment #}): the file is a template that a
+    # tool renders before sbatch, and these lines render to directives or to nothing
+    engine_lines: list[int] = field(default_factory=list)
 
     def get(self, name: str) -> list[Option]:
-        return [o for o in self.options if o.name == name]
+        """The option as the batch script's own allocation has it: component 0 of a heterogeneous
+        job (the batch script runs there; the later components' options are theirs)."""
+        return [o for o in self.options if o.name == name and o.component == 0]
 
     def value(self, name: str) -> str | None:
         found = self.get(name)
@@ -165,7 +171,10 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
     return tokens, cut, False
 
 
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}")
+# A template engine's placeholder, filled in by a tool before sbatch: Jinja's {{ x }} and {% %},
+# atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@.
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@")
+TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`. No sbatch value holds '<' or '>'.
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+")
@@ -180,6 +189,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     script = SbatchScript(lines=[ln.rstrip("\r") for ln in raw_lines])
     script.crlf_lines = [i + 1 for i, ln in enumerate(raw_lines) if ln.endswith("\r")]
     stopped = False
+    engine_open = None  # inside a {# ... #} or {% ... %} that spans lines: "#" or "%"
     for number, raw in enumerate(raw_lines, start=1):
         line = raw
         if line.startswith(MAGIC):
@@ -194,6 +204,11 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
                 script.directives.append(directive)
             continue
         stripped = line.strip()
+        if engine_open or stripped.startswith(("{%", "{#")):  # Jinja's own lines, also over several lines
+            script.engine_lines.append(number)
+            opened = engine_open or stripped[1]
+            engine_open = None if ("%}" if opened == "%" else "#}") in stripped else opened
+            continue
         if not stripped or stripped.startswith("#"):
             if _LOOKALIKE.match(line) and number > 1 and not _USAGE.match(line):
                 col = len(line) - len(line.lstrip()) + 1
@@ -251,9 +266,18 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
     everywhere = known_options(tuple(SPANK_OPTIONS), None)
     shorts = {info["short"]: name for name, info in current.items() if info.get("short")}
     options: list[Option] = []
+    component = 0
     for directive in directives:
         tokens = directive.tokens
         i = 0
+        # `#SBATCH hetjob` (packjob before 20.02, deprecated since) separates the components of a
+        # heterogeneous job: sbatch blanks the word and the options after it are the next
+        # component's (_next_line / _opt_batch_script in src/sbatch/opt.c, slurm-22-05-0-1 and
+        # slurm-26-05-3-1: "hetjob" followed by a blank or the end of the line).
+        if tokens and tokens[0].raw.lower() in ("hetjob", "packjob"):
+            component += 1
+            i = 1
+        first = len(options)
         while i < len(tokens):
             tok = tokens[i]
             text = tok.text
@@ -305,6 +329,8 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
             else:
                 options.append(Option(None, text, directive.line, tok.col, text, "stray",
                                       f"'{text}' is not an option; sbatch rejects or ignores it"))
+        for option in options[first:]:
+            option.component = component
     return _first_problem_per_line(options)
 
 

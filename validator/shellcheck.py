@@ -78,6 +78,8 @@ def keep_in_default_profile(finding: Finding, script=None) -> bool:
         return False
     if finding.rule in ("SC1072", "SC1073") and _trailing_backslash(finding, script):
         return False
+    if finding.rule == "SC2145" and _in_echo(finding, script):
+        return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
 
@@ -89,6 +91,14 @@ ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_N
                                      "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_PARTITION",
                                      "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
 _N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")
+
+
+def _in_echo(finding: Finding, script) -> bool:
+    """SC2145 (an array mixed into a string) in an echo: echo joins its arguments with spaces, so
+    "cmd: ${args[@]}" prints the same as "cmd: ${args[*]}" (bash(1), echo builtin)."""
+    text = getattr(getattr(script, "source", None), "text", None)
+    lines = text.splitlines() if text else []
+    return 0 < finding.line <= len(lines) and lines[finding.line - 1].lstrip().startswith("echo ")
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:

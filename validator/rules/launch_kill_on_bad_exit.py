@@ -65,7 +65,9 @@ def _one_task(shell, parsed, command, strict) -> bool:
     if per_node is not None or nodes is not None:
         # srun -N1: as many tasks as the job's --ntasks-per-node (SLURM_NTASKS_PER_NODE), else one
         tasks_per_node = per_node.value if per_node is not None else asked.get("ntasks-per-node", "1")
-        return nodes is not None and nodes.value == "1" and tasks_per_node == "1" \
+        one_node = nodes is not None and (nodes.value == "1" or any(v in nodes.raw for v in _NODE_COUNT_VARIABLES)
+                                          and _one_node(parsed, asked, strict))
+        return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
         return not strict and srun_option(shell, command, "--mpi") is None
@@ -132,7 +134,8 @@ _SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "accel-bind
                          "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog"}
 
 
-_OPTIONS_VARIABLE = re.compile(r'"?\$\{?\w+(\[[@*]\])?\}?"?')
+# srun's options passed in a variable: $ARGS, "${ARGS[@]}", ${OVERLAP:-} (empty unless set), ${X:+--overlap}
+_OPTIONS_VARIABLE = re.compile(r'"?\$\{?\w+(\[[@*]\])?(:?[-+][^}"]{0,200})?\}?"?')
 
 
 def _program(command):

@@ -33,6 +33,9 @@ _SMALL_NODE_GPUS, _SMALL_NODE_CPUS = 4, 32
 
 
 _PORT = re.compile(r":([0-9]+)$")
+# localhost:0: the rendezvous store on this host takes any free port the kernel gives it (what
+# torchrun --standalone itself uses: run() in torch/distributed/run.py, torch 2.13.0): no fixed port.
+_LOCAL_ANY_PORT = re.compile(r"(localhost|127\.0\.0\.1):0$")
 # A literal port in a launcher's arguments anywhere in the script, also inside a string
 # (LAUNCHER="accelerate launch --main_process_port 29500 ..."): `--master_port 6000`, `:29500`
 _TEXT = re.compile(r"(?:--(?:master|main)[_-](?:process[_-])?port[= ]+|rdzv[_-]endpoint[= ]+[^\s:]*:)([0-9]+)\b")
@@ -89,6 +92,8 @@ def check(target):
         if line.lstrip().startswith("#") or number in reported:
             continue
         for match in _TEXT.finditer(line):
+            if match.group(1) == "0" and _LOCAL_ANY_PORT.search(line[max(0, match.start(1) - 12):match.end(1)]):
+                continue
             yield (script.display, number, match.start(1) + 1, _judge(match.group(1)))
             break
 
@@ -117,5 +122,5 @@ def _findings(script):
             if message:
                 yield (script.display, word.line, word.col, message)
         word = command.option("--rdzv-endpoint", "--rdzv_endpoint")
-        if word is not None and word.value and _PORT.search(word.value):
+        if word is not None and word.value and _PORT.search(word.value) and not _LOCAL_ANY_PORT.match(word.value):
             yield (script.display, word.line, word.col, _judge(_PORT.search(word.value).group(1)))

@@ -11,6 +11,8 @@ the submit folder when the path names the spool copy. An `if` that tries the scr
 (`[ -e "$(dirname $0)/$(basename $0)" ]`, true for the spool copy too) and the submit folder second
 is no fallback: it is still reported.
 """
+import re
+
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 ID = "launch-script-path"
 SEVERITY = "error"
@@ -27,6 +29,12 @@ _NAMES_ONLY = {"echo", "printf", "basename", "log", "usage"}
 
 def _printed(expansion) -> bool:
     node = expansion.node
+    # `${1:?usage: $0 MODEL}`: the name is only in the error message bash prints when $1 is missing
+    parent = node.parent if node is not None else None
+    while parent is not None and parent.type in ("string", "concatenation", "word", "expansion"):
+        if parent.type == "expansion" and re.match(r"^\$\{\w+:?\?", parent.text.decode("utf-8", "replace")):
+            return True
+        parent = parent.parent
     while node is not None and node.type != "command":
         node = node.parent
     name = node.child_by_field_name("name") if node is not None else None

@@ -14,5 +14,8 @@ BAD = bad_batch("#SBATCH --time=00:30:00\n", "")
 
 def check(target):
     script = target.script
-    if is_batch_script(script) and not script.parsed.get("time"):
+    parsed = script.parsed
+    # a template that includes its header ({% include 'slurm_header' %}): the directives are elsewhere
+    included = any("include" in parsed.lines[n - 1] for n in parsed.engine_lines if n <= len(parsed.lines))
+    if is_batch_script(script) and not parsed.get("time") and not included:
         yield (script.display, 1, 1, "no #SBATCH --time: a hung job holds its nodes until the partition's limit")

@@ -12,7 +12,8 @@ NAME=value" adds NAME to the task's environment, _proc_stdout in src/slurmd/slur
 slurm-26-05-1-1): not reported. A name is set when the
 script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
-0.85 or more.
+0.85 or more. NAME_HET_GROUP_<n> of a known NAME is set in a heterogeneous job (src/common/env.c,
+slurm-26-05-3-1).
 """
 import difflib
 import re
@@ -99,6 +100,11 @@ def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
     return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
 
 
+# In a heterogeneous job slurmctld also sets every component's value as NAME_HET_GROUP_<n>
+# (env_array_overwrite_het_fmt() in src/common/env.c: "%s_HET_GROUP_%d", slurm-26-05-3-1).
+_HET_GROUP = re.compile(r"_HET_GROUP_[0-9]{1,4}$")
+
+
 def check(target):
     shell = target.script.shell
     set_here = _set_names(shell)
@@ -113,7 +119,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         if _SLURM.match(name):
-            if name in known or name in _SITE:
+            if name in known or name in _SITE or _HET_GROUP.sub("", name) in known:
                 continue
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
             hint = f"; did you mean {close[0]}?" if close else ""

@@ -6,7 +6,9 @@ expands $VAR in #SBATCH lines (get_argument in src/sbatch/opt.c at slurm-22-05-0
 slurm-26-05-1-1). A template placeholder (<ACCOUNT>, {{ nodes }}, YOUR_PROJECT) says the file is not
 a job yet: one finding per file, on its first placeholder, and no per-line findings on placeholder
 lines; a placeholder in a value sbatch takes as any text (--mail-user, --job-name, --comment) does not
-stop the job and is not reported. Holds for: 22.05-26.05.
+stop the job and is not reported. A template engine's placeholders only ({{ x }}, {% %}, @[X], @X@):
+a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
+script is the one to validate). Holds for: 22.05-26.05.
 """
 import re
 
@@ -59,10 +61,22 @@ def _free_text(parsed, line: int) -> bool:
     return bool(names) and names <= FREE_TEXT
 
 
+def _engine_only(parsed, line: int) -> bool:
+    """Every placeholder of the directive is a template engine's ({{ }}, {% %}, @[X], @X@)."""
+    from validator.sbatch import PLACEHOLDER, TEMPLATE
+    directive = next((d for d in parsed.directives if d.line == line), None)
+    if directive is None:
+        return False
+    found = [m.group(0) for m in PLACEHOLDER.finditer(directive.text)]
+    return bool(found) and all(TEMPLATE.fullmatch(text) for text in found)
+
+
 def check(target):
     script = target.script
     parsed = script.parsed
-    blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)]
+    # a person fills in <ACCOUNT> or YOUR_PROJECT; a tool fills in {{ nodes }} (template_lines)
+    blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)
+                and not _engine_only(parsed, line)]
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
         directive = next(d for d in parsed.directives if d.line == line)

@@ -18,9 +18,10 @@ def check(target):
     for option in target.script.parsed.options:
         if option.name is None or option.name in REPEATABLE:
             continue
-        if option.name in seen:
-            first = seen[option.name]
+        key = (option.component, option.name)  # each component of a heterogeneous job has its own
+        if key in seen:
+            first = seen[key]
             yield (target.script.display, option.line, option.col,
                    f"--{option.name} is already set on line {first.line}; sbatch keeps only this one")
         else:
-            seen[option.name] = option
+            seen[key] = option
