@@ -7,7 +7,6 @@ without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no 
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
 to) runs only in the batch shell, which keeps its environment: nothing to report.
 """
-import re
 from validator.rules.base import GOOD_BATCH, bad_batch
 
 ID = "launch-export-none"
@@ -29,20 +28,20 @@ _SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", 
                "ulimit", "umask", "trap", "wait", "read", "local", "declare", "eval", "env", "printenv", "which",
                "conda", "mamba", "micromamba", "tar", "gzip", "gunzip", "nvidia-smi", "scontrol", "squeue",
                "sacct", "sinfo", "python", "python3", "singularity", "apptainer", "curl", "wget", "git", "time"}
-_PATHLIKE = re.compile(r"^\$|/|\.(sh|bash|slurm|sbatch)$")  # ./run.sh, $EXE, bin/app, job.sh
 
 
 def _may_start_steps(shell) -> bool:
-    """An MPI or job launcher, or another script or program the job is handed to (./run.sh,
-    bash run.sh, $EXE), may start srun steps; shell-only work may not."""
+    """An MPI or job launcher, another script, or any program or function that is not shell-only
+    work (./run.sh, $EXE, a sourced library's function) may start srun steps; shell-only work may not."""
     for command in shell.commands:
         name = command.name.rsplit("/", 1)[-1]
         if name in _STEP_STARTERS:
             return True
         if name in ("bash", "sh") and any(not (a.value or a.raw).startswith("-") for a in command.args):
             return True  # another script: it may srun
-        if name not in _SHELL_ONLY and _PATHLIKE.search(command.name):
-            return True
+        if name in _SHELL_ONLY or name in ("bash", "sh") or "$" in name[1:]:
+            continue  # shell-only work (or a word the parser could not make a command of)
+        return True  # a program or a function of a sourced library (job-lib's smoke_stage): it may srun
     return False
 
 
