@@ -124,6 +124,7 @@ def test_stack_reader_on_a_real_rank_blocked_in_gloo(tmp_path):
         "import faulthandler, os, signal, sys, torch, torch.distributed as dist\n"
         "faulthandler.register(signal.SIGUSR1, file=open(sys.argv[1], 'a'), all_threads=True)\n"
         "dist.init_process_group('gloo', rank=int(os.environ['RANK']), world_size=2)\n"
+        "open(sys.argv[1] + '.ready', 'w').close()\n"
         "if dist.get_rank() == 0:\n"
         "    dist.all_reduce(torch.ones(4))\n"
         "else:\n"
@@ -132,10 +133,15 @@ def test_stack_reader_on_a_real_rank_blocked_in_gloo(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / f"r{r}.stack")], env={**env, "RANK": str(r)})
              for r in range(2)]
     try:
-        time.sleep(8)
+        # both joined (importing torch takes many seconds on a loaded machine: wait for it, not a fixed time)
+        deadline = time.monotonic() + 120
+        while not all((tmp_path / f"r{r}.stack.ready").exists() for r in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)  # rank 0 is in its all_reduce by now
         for p in procs:
             p.send_signal(signal.SIGUSR1)
-        time.sleep(1)
+        while not all((tmp_path / f"r{r}.stack").stat().st_size for r in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.2)
         rank0 = parse_dump((tmp_path / "r0.stack").read_text())
         rank1 = parse_dump((tmp_path / "r1.stack").read_text())
     finally:
