@@ -3,7 +3,8 @@
 Premise: inside a double-quoted ${X:-'d'} bash keeps the single quotes in the value (bash(1),
 Parameter Expansion). Holds for: every Slurm release (no Slurm behaviour involved). Where the
 expansion only assigns (`: "${NAME:='unknown'}"`, the `:` builtin does nothing else), the quotes
-matter only if NAME is read or exported afterwards: a default nobody reads is no defect.
+matter only if NAME is read or exported afterwards: a default nobody reads is no defect; nor is a
+blank default (' ') whose every use sits in an `if` that first tests a file under it (-f, -x, ...).
 """
 import re
 
@@ -17,6 +18,32 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\nm
 
 _QUOTED_DEFAULT = re.compile(r"^\$\{\w+:?[-=]'[^']*'\}$")
 _ASSIGNING = re.compile(r"^\$\{(\w+):?=")
+
+
+_BLANK_DEFAULT = re.compile(r"^\$\{(\w+):?=' *'\}$")
+
+
+def _blank_path_guard(expansion, shell) -> bool:
+    """`: "${POWERCMDDIR:=' '}"` then `if [ -f "$POWERCMDDIR/power_monitor.sh" ]; then ... fi`
+    (MLPerf's run.sub): a blank default that every use tests as a file first. With the quotes or
+    without them the file is absent alike, so the branch is skipped as meant."""
+    match = _BLANK_DEFAULT.match(expansion.node.text.decode("utf-8", "replace"))
+    if match is None:
+        return False
+    name = match.group(1)
+    test = re.compile(r"-[fexdrs]\s+\"?\$\{?" + re.escape(name) + r"\b")
+    uses = [e for e in shell.expansions if e.name == name and e.node is not expansion.node]
+    for use in uses:
+        node, guarded = use.node.parent, False
+        while node is not None and not guarded:  # any enclosing `if` whose condition tests the file
+            if node.type == "if_statement":
+                condition = node.child_by_field_name("condition")
+                text = (condition if condition is not None else node).text[:400].decode("utf-8", "replace")
+                guarded = bool(test.search(text))
+            node = node.parent
+        if not guarded:
+            return False
+    return bool(uses)
 
 
 def _only_assigns_unread(expansion, shell) -> bool:
@@ -52,7 +79,8 @@ def check(target):
         if node.type != "expansion" or node.parent is None or node.parent.type != "string":
             continue
         text = node.text.decode("utf-8", "replace")
-        if _QUOTED_DEFAULT.match(text) and not _only_assigns_unread(expansion, target.script.shell):
+        if _QUOTED_DEFAULT.match(text) and not _only_assigns_unread(expansion, target.script.shell) \
+                and not _blank_path_guard(expansion, target.script.shell):
             yield (target.script.display, expansion.line, expansion.col,
                    f"{text} inside double quotes keeps the single quotes in the value; drop them: "
                    f"{text.replace(chr(39), '')}")

@@ -207,7 +207,15 @@ def _serial_openfoam(command, program, name: str) -> bool:
 
 def _helper_script(raw: str) -> bool:
     base = raw.strip("\"'").rsplit("/", 1)[-1]
+    named = re.fullmatch(r"\$\{?(\w{1,128})\}?", base)  # ${GRACE_POWER_SCRIPT}: the variable's name says
+    if named:
+        return bool(_HELPER_VARIABLE.search(named.group(1)))
     return len(base) <= 255 and bool(_HELPER_SCRIPT.search(base))  # a file name is at most 255 bytes
+
+
+# A per-node check or monitor module or variable by its name: mountcheck, healthcheck, power monitor.
+_CHECK_MODULE = re.compile(r"(?i)(mount|health|node|gpu)_?check$|monitor$")
+_HELPER_VARIABLE = re.compile(r"(?i)(^|_)(POWER|MONITOR|CLEANUP|DROP_?CACHES?)(_|$)")
 
 
 # Options of `apptainer|singularity exec` that take the next word as their value.
@@ -331,6 +339,9 @@ def _independent(shell, command) -> bool:
         if name.startswith("python") and len(words) > 2 and words[1].value == "-c" and words[2].value is not None \
                 and not any(marker in words[2].value for marker in _JOINS):
             return True
+        if name.startswith("python") and len(words) > 2 and words[1].value == "-m" and words[2].value \
+                and _CHECK_MODULE.search(words[2].value.rsplit(".", 1)[-1]):
+            return True  # python -m mlperf_common.mountcheck on each node
         if _helper_script(program.raw):
             return True
         script = words[1] if name in ("bash", "sh") and len(words) > 1 and not words[1].raw.startswith("-") else None
