@@ -46,7 +46,8 @@ def used_repositories(extra: list[Path] = ()) -> set[str]:
 
 
 def candidates(git_dir: Path, head: str) -> list[str]:
-    listed = git(git_dir, "grep", "-l", "-I", "-E", DIRECTIVE, head, "--").split()
+    # -z: a file name may hold blanks or newlines (two snapshots of round eight's pool had them)
+    listed = [entry for entry in git(git_dir, "grep", "-z", "-l", "-I", "-E", DIRECTIVE, head, "--").split("\0") if entry]
     out = []
     for path in sorted(entry.split(":", 1)[1] for entry in listed):
         if NOT_A_SCRIPT.search(path):
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
         target.write_bytes(subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{head}:{path}"],
                                           capture_output=True, check=True).stdout)
     for repo, head, git_dir in {(r, h, g) for r, _, h, g in rows}:
-        for folder in git(git_dir, "ls-tree", "-r", "-d", "--name-only", head).split("\n"):
+        for folder in git(git_dir, "ls-tree", "-z", "-r", "-d", "--name-only", head).split("\0"):
             if folder == "logs" or folder.endswith("/logs"):
                 (args.out / repo / folder).mkdir(parents=True, exist_ok=True)
     (args.out / "MANIFEST.tsv").write_text("".join(f"{r}\t{p_}\t{h}\n" for r, p_, h, _ in rows), encoding="utf-8")
