@@ -45,6 +45,11 @@ class Script:
                                    self.site_options)
 
     @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines, split once (a split per finding was quadratic in the findings)."""
+        return (self.source.text or "").splitlines()
+
+    @cached_property
     def shell(self):
         from validator.shell import parse_shell  # tree-sitter is loaded only when a rule needs it
         return parse_shell(self.source.text or "")

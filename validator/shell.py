@@ -106,6 +106,15 @@ class ShellScript:
     too_deep: bool = False  # nested beyond MAX_DEPTH syntax-tree levels: the rules did not look deeper
     root: object = field(repr=False, default=None)  # the tree-sitter root, for rules that need more
     columns: object = field(repr=False, default=None)  # byte to character columns of this text
+    # indexes that rules derive from this script, built on first use: a scan per step or per
+    # expansion made rules quadratic in the script's length (a 10,000-step script: bench/)
+    derived: dict = field(repr=False, default_factory=dict, compare=False)
+
+    def once(self, key: str, build):
+        """The index named `key`, built by `build()` the first time any rule asks for it."""
+        if key not in self.derived:
+            self.derived[key] = build()
+        return self.derived[key]
 
     def array_words(self) -> list[Word]:
         """Literal words inside array assignments (args=(...), args+=(...))."""
@@ -140,12 +149,12 @@ class ShellScript:
     def assigned(self, name: str) -> list[Assignment]:
         """Assignments of one name, from an index built once (a scan per call made rules that ask
         for every expansion quadratic in the script's length)."""
-        index = self.__dict__.get("_by_name")
-        if index is None or index[0] != len(self.assignments):
+        index = self.derived.get("assignments by name")
+        if index is None or index[0] != len(self.assignments):  # rebuilt if the parser added more
             by_name: dict[str, list[Assignment]] = {}
             for a in self.assignments:
                 by_name.setdefault(a.name, []).append(a)
-            index = self.__dict__["_by_name"] = (len(self.assignments), by_name)
+            index = self.derived["assignments by name"] = (len(self.assignments), by_name)
         return list(index[1].get(name, ()))
 
 

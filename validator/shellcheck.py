@@ -93,31 +93,37 @@ ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_N
 _N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")
 
 
+def _text(script) -> str:
+    return (script.source.text or "") if script is not None else ""
+
+
+def _lines(script) -> list[str]:
+    return script.lines if script is not None else []
+
+
+def _line(finding: Finding, script) -> str:
+    """The text of the finding's line, or "" where the script or the line is not there."""
+    lines = _lines(script)
+    return lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+
+
 def _in_echo(finding: Finding, script) -> bool:
     """SC2145 (an array mixed into a string) in an echo: echo joins its arguments with spaces, so
     "cmd: ${args[@]}" prints the same as "cmd: ${args[*]}" (bash(1), echo builtin)."""
-    text = getattr(getattr(script, "source", None), "text", None)
-    lines = text.splitlines() if text else []
-    return 0 < finding.line <= len(lines) and lines[finding.line - 1].lstrip().startswith("echo ")
+    return _line(finding, script).lstrip().startswith("echo ")
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:
     """shellcheck's parse error on a last line that ends in a backslash with no newline after it:
     bash drops that backslash at the end of input and runs the command as written (bash 5.2)."""
-    text = getattr(getattr(script, "source", None), "text", None)
-    if not text or not text.endswith(("\\", "\\\n")):
+    lines = _lines(script)
+    if not lines or not _text(script).endswith(("\\", "\\\n")):
         return False
-    return finding.line >= len(text.splitlines()) - 1
+    return finding.line >= len(lines) - 1
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:
-    text = getattr(getattr(script, "source", None), "text", None)
-    if not text:
-        return False
-    lines = text.splitlines()
-    if not 0 < finding.line <= len(lines):
-        return False
-    tests = list(_N_TEST.finditer(lines[finding.line - 1]))
+    tests = list(_N_TEST.finditer(_line(finding, script)))
     if not tests:
         return False
     # the test that the finding's column points at (shellcheck's columns are 1-based)

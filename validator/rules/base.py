@@ -289,11 +289,12 @@ def _array_or_string_words(shell, name: str) -> list[str]:
 def _array_words(shell) -> dict[str, list[str]]:
     """name -> words of every NAME=(...) and NAME+=(...), from one walk of the tree per script (a walk
     per srun made `srun "${ARGS[@]}"` quadratic in the number of steps)."""
+    return shell.once("array words", lambda: _walk_array_words(shell))
+
+
+def _walk_array_words(shell) -> dict[str, list[str]]:
     from validator.shell import literal
 
-    cached = shell.__dict__.get("_array_words")
-    if cached is not None:
-        return cached
     found: dict[str, list[str]] = {}
     stack = [shell.root] if shell.root is not None else []
     while stack:
@@ -307,7 +308,6 @@ def _array_words(shell) -> dict[str, list[str]]:
                     text = literal(child)
                     words += (text or child.text.decode("utf-8", "replace")).split()
         stack.extend(node.children)
-    shell.__dict__["_array_words"] = found
     return found
 
 

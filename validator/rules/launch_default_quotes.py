@@ -62,15 +62,14 @@ def _only_assigns_unread(expansion, shell) -> bool:
 
 def _reads_and_exports(shell) -> tuple[dict, set]:
     """How often each name is expanded, and the names exported: once per script (linear)."""
-    cached = shell.__dict__.get("_default_quotes_index")
-    if cached is None:
+    def build():
         reads: dict = {}
         for e in shell.expansions:
             reads[e.name] = reads.get(e.name, 0) + 1
         exported = {a.name for a in shell.assignments if a.exported}
         exported |= {(w.value or w.raw).split("=", 1)[0] for c in shell.named("export") for w in c.args}
-        cached = shell.__dict__["_default_quotes_index"] = (reads, exported)
-    return cached
+        return reads, exported
+    return shell.once("reads and exports", build)
 
 
 def check(target):

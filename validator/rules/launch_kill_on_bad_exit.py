@@ -266,7 +266,7 @@ def _resolved(shell, name: str) -> str:
     match = re.fullmatch(r"\$\{?(\w{1,128})\}?", name)
     if match is None:
         return name
-    cache = shell.__dict__.setdefault("_resolved_names", {})  # once per name: 10,000 steps stay linear
+    cache = shell.once("resolved command names", dict)  # once per name: 10,000 steps stay linear
     if name not in cache:
         values = [a.value for a in shell.assigned(match.group(1)) if a.value]
         root = shell.root

@@ -52,7 +52,7 @@ def _captured(node, shell, depth: int = 0) -> bool:
             if name is None:
                 return False
             key = (name.text, depth)
-            cache = shell.__dict__.setdefault("_captured_functions", {})  # once per function: linear
+            cache = shell.once("captured functions", dict)  # once per function: linear
             if key not in cache:
                 calls = shell.named(name.text.decode("utf-8", "replace"))
                 cache[key] = bool(calls) and all(_captured(c.node, shell, depth + 1) for c in calls)
