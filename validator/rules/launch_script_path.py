@@ -10,6 +10,8 @@ tests for the spool path (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DI
 the submit folder when the path names the spool copy. An `if` that tries the script's folder first
 (`[ -e "$(dirname $0)/$(basename $0)" ]`, true for the spool copy too) and the submit folder second
 is no fallback: it is still reported.
+Nor where only the script's name or text is used (`echo "usage: $0"`, `cat "$0"`, `cp "$0" $LOGDIR/`):
+the spool copy is the submitted script, byte for byte; only the folder around it is another place.
 """
 import re
 
@@ -25,6 +27,11 @@ BAD = bad_batch("set -euo pipefail\n", 'set -euo pipefail\nhere=$(dirname "$0")\
 
 # Printing the script's name (a usage line) is harmless; locating files next to it is not.
 _NAMES_ONLY = {"echo", "printf", "basename", "log", "usage"}
+# Reading the script's text is harmless too: the spool copy is the script that was submitted, byte
+# for byte (slurmstepd copies the script it was sent into it: _make_batch_script() in
+# src/slurmd/slurmstepd/mgr.c, slurm-22-05-0-1 and slurm-26-05-3-1), so `cat $0` or
+# `cp $0 $LOGDIR/` keeps in the log what ran. Only the folder around it is another place.
+_CONTENT = {"cat", "cp", "head", "tail", "md5sum", "sha1sum", "sha256sum", "wc", "diff", "less", "more"}
 
 
 def _printed(expansion) -> bool:
@@ -38,7 +45,7 @@ def _printed(expansion) -> bool:
     while node is not None and node.type != "command":
         node = node.parent
     name = node.child_by_field_name("name") if node is not None else None
-    return name is not None and name.text.decode("utf-8", "replace") in _NAMES_ONLY
+    return name is not None and name.text.decode("utf-8", "replace") in _NAMES_ONLY | _CONTENT
 
 
 _SUBMIT = "SLURM_SUBMIT_DIR"
