@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,12 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
                 print(f"validator: {script.display}: not checked: a {path.suffix} file without '#!' is source "
                       "of another language (its #SBATCH lines are an example in a comment)", file=sys.stderr)
                 continue
+            if script is not None and not script.shell_language:
+                print(f"validator: {script.display}: its '#!' line runs {script.interpreter}, not a shell: "
+                      "only its #SBATCH lines were checked", file=sys.stderr)
+            elif script is not None and not script.shellcheck_reads:
+                print(f"validator: {script.display}: its '#!' line runs {script.interpreter}: shellcheck was not "
+                      "run (it reads sh, bash, dash and ksh)", file=sys.stderr)
             target = Target(script=script, repo_root=root, release=release, strict=strict)
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
@@ -209,8 +216,9 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         target.load_problems = list(problems)
         targets.append(target)
 
-    strict = [t.script.display for t in targets if t.script is not None and t.strict]
-    default = [t.script.display for t in targets if t.script is not None and not t.strict]
+    shell = [t for t in targets if t.script is not None and t.script.shellcheck_reads]
+    strict = [t.script.display for t in shell if t.strict]
+    default = [t.script.display for t in shell if not t.strict]
     findings: list[Finding] = list(unlisted)
     # shellcheck starts first and runs in its own processes while Python loads and runs the rules;
     # the strict profile adds shellcheck's optional checks.
@@ -227,7 +235,9 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
                             if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path))
                                                                 and not _template(by_path.get(f.path)))
                                 or not silenceable(f))
-                            and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path))))
+                            and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path)))
+                            and not _above_embedded_script(f, by_path.get(f.path))
+                            and not _placeholder_line(f, by_path.get(f.path)))
     finally:
         for run in pending:
             run.stop()  # on every way out (an exception, a signal turned into one): no shellcheck left
@@ -252,6 +262,22 @@ def silenceable(finding: Finding) -> bool:
 
     rule = registry.BY_ID.get(finding.rule)
     return not (finding.unusable or finding.rule.startswith("input-") or (rule is not None and not rule.silenceable))
+
+
+def _above_embedded_script(finding: Finding, script) -> bool:
+    """shellcheck reads the whole file; above an embedded job script is a record's header, not the job."""
+    return script is not None and finding.line < script.embedded_from
+
+
+# A template engine's placeholder in the body (`osu-{{ osu_version }}/osu_latency`): a tool renders the
+# line before bash sees it; shellcheck's reading of the braces is about the unrendered text.
+_BODY_PLACEHOLDER = re.compile(r"\{\{\s*[A-Za-z_][^{}\n]{0,200}\}\}|\{%[^\n]{0,200}?%\}")
+
+
+def _placeholder_line(finding: Finding, script) -> bool:
+    if script is None or not finding.rule.startswith("SC") or not 0 < finding.line <= len(script.lines):
+        return False
+    return _BODY_PLACEHOLDER.search(script.lines[finding.line - 1]) is not None
 
 
 def _template(script) -> bool:

@@ -18,6 +18,30 @@ README_NAME = "README.md"
 _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 
 
+# A '#!' line below line 1 of a file whose line 1 has none: a record that carries a job script after
+# its own header (a database of job scripts: metadata lines, a marker, then '#!/bin/bash' and its
+# #SBATCH lines), or a generator's heredoc. The job script is the part from that line on.
+_LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
+# Shells whose language shellcheck and the shell rules read (bash's grammar, tree-sitter-bash):
+# slurmstepd execs the script with the interpreter its '#!' names (execve; src/slurmd/slurmstepd/
+# exec_wait.c), so a tcsh or Python batch script is another language with #SBATCH lines on top.
+POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "ksh93", "mksh", "ash", "busybox"})
+# Other shells: their control flow is not bash's (tcsh's `if ( ) then ... endif`, foreach), so
+# shellcheck, which reads them as bash, reports their syntax as errors; their simple commands
+# (`srun -n 8 ./a.out`) read the same, so the rules about steps still apply.
+OTHER_SHELLS = frozenset({"csh", "tcsh", "zsh", "fish"})
+
+
+def interpreter(first_line: str) -> str | None:
+    """The program a '#!' line runs: `#!/bin/tcsh -f` -> tcsh, `#!/usr/bin/env -S bash -l` -> bash."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return words[0].rsplit("/", 1)[-1] if words else None
+
+
 @dataclass
 class Script:
     source: Source
@@ -33,6 +57,49 @@ class Script:
         return self.source.display
 
     @cached_property
+    def embedded_from(self) -> int:
+        """The line where the job script begins. 1 when line 1 is '#!'. A file without '#!' on line 1
+        cannot be submitted as it is (sbatch-shebang says so once); its job script is taken to be the
+        part from a later '#!' line with #SBATCH lines after it (a record with a header, see
+        _LATER_SHEBANG), else from the comment block that holds its first #SBATCH line: what is above
+        is not a job's command, so no #SBATCH line is "after a command" because of it."""
+        text = self.source.text or ""
+        if text.startswith("#!"):
+            return 1
+        found = _LATER_SHEBANG.search(text)
+        if found is not None and "\n#SBATCH" in text[found.start():]:
+            return text.count("\n", 0, found.start()) + 1
+        lines = text.split("\n")  # as sbatch's parser numbers them
+        first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), 0)
+        while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
+            first -= 1
+        return first + 1
+
+    @cached_property
+    def text(self) -> str:
+        """What sbatch's parser and the shell rules read: the job script, the lines above an embedded
+        one left blank (line numbers stay the file's)."""
+        if self.embedded_from == 1:
+            return self.source.text or ""
+        return "\n" * (self.embedded_from - 1) + "\n".join((self.source.text or "").split("\n")[self.embedded_from - 1:])
+
+    @cached_property
+    def interpreter(self) -> str | None:
+        lines = self.text.split("\n", self.embedded_from)
+        return interpreter(lines[self.embedded_from - 1] if len(lines) >= self.embedded_from else "")
+
+    @property
+    def shell_language(self) -> bool:
+        """Whether the script is written in a shell (no '#!' line: sbatch refuses it, read as bash);
+        a Python or R batch script is not, and no shell rule reads it."""
+        return self.interpreter is None or self.interpreter in POSIX_SHELLS | OTHER_SHELLS
+
+    @property
+    def shellcheck_reads(self) -> bool:
+        """Whether shellcheck reads its language: sh, bash, dash and ksh (its --shell values)."""
+        return self.interpreter is None or self.interpreter in POSIX_SHELLS
+
+    @cached_property
     def parsed(self) -> sbatch.SbatchScript:
         declared = set(self.spank)
         for line in (self.source.text or "").split("\n", 200)[:200]:
@@ -41,7 +108,7 @@ class Script:
                 declared.update(m.group(1).split(","))
         if not self.strict:  # a foreign script: its cluster's plugins are unknown, trust the known ones
             declared.update(sbatch.SPANK_OPTIONS)
-        return sbatch.parse_script(self.source.text or "", tuple(sorted(declared)), self.release,
+        return sbatch.parse_script(self.text, tuple(sorted(declared)), self.release,
                                    self.site_options)
 
     @cached_property
@@ -51,8 +118,10 @@ class Script:
 
     @cached_property
     def shell(self):
-        from validator.shell import parse_shell  # tree-sitter is loaded only when a rule needs it
-        return parse_shell(self.source.text or "")
+        from validator.shell import ShellScript, parse_shell  # tree-sitter is loaded only when a rule needs it
+        if not self.shell_language:
+            return ShellScript()  # another language (tcsh, Python): nothing in it is bash to read
+        return parse_shell(self.text)
 
 
 @dataclass
@@ -141,3 +210,4 @@ def load_script(path: Path, root: Path, release: str, strict: bool = True, spank
     src = read_source(path, root)
     script = Script(src, spank, release, strict=strict, site_options=site_options) if src.usable else None
     return script, src.problems
+

@@ -108,8 +108,8 @@ def _risks(script):
 
 def check(target):
     script = target.script
-    if not is_batch_script(script):
-        return
+    if not is_batch_script(script) or not script.shell_language:
+        return  # set -euo pipefail is bash's; a tcsh or Python job script has its own ways
     if not target.strict:
         for line, message in _risks(script):
             yield (script.display, line, 1, message)

@@ -18,7 +18,7 @@ BAD = {"run.sbatch": "#SBATCH --time=00:05:00\necho ok\n"}
 
 def check(target):
     script = target.script
-    first = script.parsed.lines[0] if script.parsed.lines else ""
+    first = script.lines[0] if script.lines else ""
     if script.source.bom:
         yield (script.display, 1, 1, "a UTF-8 byte order mark before '#!': sbatch refuses the file; save it without BOM")
         return
@@ -27,7 +27,10 @@ def check(target):
         yield (script.display, 1, odd + 1, f"non-ASCII character {first[odd]!r} (U+{ord(first[odd]):04X}) in the '#!' line: "
                "the kernel looks for that interpreter or option and the job fails at once")
         return
-    if not first.startswith("#!"):
+    if script.embedded_from > 1 and script.lines[script.embedded_from - 1].startswith("#!"):
+        yield (script.display, 1, 1, f"no '#!' on line 1 (the job script's '#!' is on line {script.embedded_from}): "
+               "sbatch refuses the file as it is; the '#!' line must come first")
+    elif not first.startswith("#!"):
         yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
     elif "bash" not in first and target.strict:
         yield (script.display, 1, 1, f"interpreter '{first[2:].strip()}' is not bash; presets are bash scripts")
