@@ -42,6 +42,23 @@ def interpreter(first_line: str) -> str | None:
     return words[0].rsplit("/", 1)[-1] if words else None
 
 
+def interpreter_flags(first_line: str) -> set[str]:
+    """The one-letter options a '#!' line gives its shell: `#!/bin/bash -e` -> {'e'} (errexit from the
+    start, as `set -e`). Linux hands everything after the interpreter's path to it as ONE argument
+    (binfmt_script), so only a single word is a flag word there; `env -S` splits the words itself."""
+    if not first_line.startswith("#!"):
+        return set()
+    words = first_line[2:].split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        if not any(w == "-S" or w.startswith("-S") for w in words[1:2]):
+            return set()
+        words = [w for w in words[2:] if "=" not in w]
+        rest = words[1:]
+    else:
+        rest = words[1:] if len(words) == 2 else []
+    return {ch for w in rest if re.fullmatch(r"-[A-Za-z]+", w) for ch in w[1:]}
+
+
 @dataclass
 class Script:
     source: Source
@@ -87,6 +104,11 @@ class Script:
     def interpreter(self) -> str | None:
         lines = self.text.split("\n", self.embedded_from)
         return interpreter(lines[self.embedded_from - 1] if len(lines) >= self.embedded_from else "")
+
+    @property
+    def interpreter_flags(self) -> set[str]:
+        lines = self.text.split("\n", self.embedded_from)
+        return interpreter_flags(lines[self.embedded_from - 1] if len(lines) >= self.embedded_from else "")
 
     @property
     def shell_language(self) -> bool:

@@ -71,7 +71,7 @@ def _risks(script):
     """Where a failed srun can pass unnoticed: srun | tee without pipefail, or a command after the
     main srun that becomes the job's status without set -e."""
     shell = script.shell
-    flags, options = set(), set()
+    flags, options = set(script.interpreter_flags), set()  # `#!/bin/bash -e` is set -e from the start
     for command in shell.named("set"):
         f, o = _flags(command)
         flags |= f
@@ -102,8 +102,11 @@ def _risks(script):
     after = [n for n in after if _first_word(n) not in ("exit", "wait")]
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1
-        yield main.line, f"the job's status is that of line {line}, not of this srun; add 'set -e' " \
-                         "(or end with 'exit $?' after srun)"
+        # csh and tcsh have no `set -e`: their -e flag on the '#!' line exits on a failed command (csh(1))
+        csh = script.interpreter in ("csh", "tcsh")
+        fix = (f"start the script with '#!/bin/{script.interpreter} -e' (or end with 'exit $status' after srun)" if csh
+               else "add 'set -e' (or end with 'exit $?' after srun)")
+        yield main.line, f"the job's status is that of line {line}, not of this srun; {fix}"
 
 
 def check(target):
@@ -116,7 +119,7 @@ def check(target):
         return
     shell = script.shell
     first_srun = min((c.line for c in shell.named("srun")), default=None)
-    flags, options = set(), set()
+    flags, options = set(script.interpreter_flags), set()
     for command in shell.named("set"):
         if first_srun is None or command.line < first_srun:
             f, o = _flags(command)
