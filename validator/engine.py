@@ -237,7 +237,8 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
                                 or not silenceable(f))
                             and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path)))
                             and not _above_embedded_script(f, by_path.get(f.path))
-                            and not _placeholder_line(f, by_path.get(f.path)))
+                            and not _placeholder_line(f, by_path.get(f.path))
+                            and not _crlf_parse(f, by_path.get(f.path)))
     finally:
         for run in pending:
             run.stop()  # on every way out (an exception, a signal turned into one): no shellcheck left
@@ -278,6 +279,14 @@ def _placeholder_line(finding: Finding, script) -> bool:
     if script is None or not finding.rule.startswith("SC") or not 0 < finding.line <= len(script.lines):
         return False
     return _BODY_PLACEHOLDER.search(script.lines[finding.line - 1]) is not None
+
+
+def _crlf_parse(finding: Finding, script) -> bool:
+    """A file with DOS line endings: sbatch-crlf says it once (sbatch refuses the file); shellcheck's
+    SC1017 on every such line and the parse errors the carriage returns cause (an `if` whose `then\r`
+    is no keyword) are that one defect again."""
+    return (script is not None and bool(script.parsed.crlf_lines) and finding.rule.startswith("SC1")
+            and len(finding.rule) == 6)
 
 
 def _template(script) -> bool:
