@@ -117,7 +117,10 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "whoami", "pwd", "mount", "umount", "ulimit", "test", "[", "cd", "source", ".", "module", "ml",
              "set", "exit", "sudo", "md5sum", "sha256sum", "nvcc", "which", "command", "type", "ps", "uptime",
              "apt", "apt-get", "yum", "dnf", "pip", "pip3", "netstat", "ss", "lsof", "ping",
-             "unsquashfs", "sysctl"}
+             "unsquashfs", "sysctl",
+             # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
+             "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
+             "unzip", "zip", "truncate", "fallocate", "shred"}
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
@@ -190,8 +193,10 @@ _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|do
                             r"([-_][\w-]*)?\.sh$")
 # OpenFOAM's applications run as one serial process unless given -parallel (then they are MPI ranks
 # of one decomposed case: the OpenFOAM User Guide, "Running applications in parallel": `mpirun -np N
-# foamApp -parallel`). Several tasks of a serial one
-# (`srun blockMesh` in a 4-task job) are copies that never talk to each other.
+# foamApp -parallel`). In the source: argList's constructor starts MPI (parRunControl_.runPar, which
+# calls Pstream::init: parRun.H) only when an option of validParOptions ("parallel") is on the command line
+# (src/OpenFOAM/global/argList/argList.C, OpenFOAM-dev version-9 and 27f0de9012 of August 2026).
+# Several tasks of a serial one (`srun blockMesh` in a 4-task job) are copies that never talk.
 _OPENFOAM_UTILITIES = {"blockMesh", "decomposePar", "reconstructPar", "reconstructParMesh", "snappyHexMesh",
                        "checkMesh", "setFields", "mapFields", "topoSet", "createPatch", "renumberMesh",
                        "surfaceFeatureExtract", "surfaceFeatures", "extrudeMesh", "mirrorMesh", "transformPoints",
