@@ -172,14 +172,18 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
 
 
 # A template engine's placeholder, filled in by a tool before sbatch: Jinja's {{ x }} and {% %},
-# atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@.
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@")
+# atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@, Python's str.format and
+# f-strings ({n_gpus}, {n_gpus*100_000}: a program's lower-case names; not ${VAR}, a shell variable
+# sbatch never expands, nor {LIMIT_TIME}, which reads as a value for a person to fill in).
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@"
+                       r"|(?<![{$])\{[a-z_(][^{}\n]{0,120}\}(?!\})"
+                       # tokens a tool's sed or a test harness replaces: __NODES__, %WALLTIME% (two capitals
+                       # at least after '%', so sbatch's own %A_%a stays a filename pattern)
+                       r"|\b__[A-Z][A-Z0-9_]{0,62}__\b|%[A-Z]{2}[A-Z0-9_]{0,62}%")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
-# `YOUR_ACCOUNT`, `your_own_partition`. No sbatch value holds '<' or '>'. Tokens a script's own sed
-# replaces: `__NODES__`, `%WALLTIME%` (two capitals at least after '%': sbatch's own %A_%a stays a pattern).
-PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+"
-                         r"|\b__[A-Z][A-Z0-9_]{0,62}__\b|%[A-Z]{2}[A-Z0-9_]{0,62}%")
+# `YOUR_ACCOUNT`, `your_own_partition`. No sbatch value holds '<' or '>'.
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")

@@ -1,16 +1,54 @@
-"""An abbreviated long option: getopt_long accepts it today, a new option with the same prefix breaks it.
+"""An abbreviated long option: getopt_long accepts a unique prefix; a release where it is not unique rejects it.
 
 Premise: getopt_long accepts a unique prefix of a long option (_set_options in src/sbatch/opt.c at
-slurm-22-05-0-1 and slurm-26-05-1-1); a later release that adds an option with the same prefix makes
-it ambiguous. Holds for: 22.05-26.05, per release in the option table.
+slurm-22-05-0-1 and slurm-26-05-1-1); a release whose options make the prefix ambiguous, or lack the
+option, rejects it. The option table (validator/data/sbatch_options.json: every release 22.05-26.05)
+says which: the default profile reports an abbreviation only where some release of that range
+resolves it otherwise (ambiguous, another option, or none); one that means the same option in every
+release works as written. Spelling options out in full is the strict profile's policy (a future
+release may add an option with the same prefix). Holds for: 22.05-26.05, per release in the table.
 """
 from validator.rules.base import option_check
+from validator.sbatch import option_table, releases
 
 ID = "sbatch-abbreviated-option"
 SEVERITY = "warning"
 SCOPE = "script"
-DESCRIPTION = "An abbreviated long option: getopt_long accepts it today, a new option with the same prefix breaks it."
+DESCRIPTION = ("An abbreviated long option that some Slurm release from 22.05 on resolves otherwise (the strict "
+               "profile: any abbreviation; a new option with the same prefix breaks it).")
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
-BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --ntasks-per-n=1\necho ok\n"}
-check = option_check(("abbreviated",))
+# A site on Slurm 24.05 (the repository's .validator.toml says so): --spread is --spread-job there,
+# and ambiguous from 25.11 on (--spread-segments).
+BAD = {".validator.toml": 'slurm-version = "24.05"\n',
+       "run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --spread\nset -euo pipefail\necho ok\n"}
+_everywhere = option_check(("abbreviated",))
 
+
+def elsewhere(prefix: str, meant: str) -> str | None:
+    """The first release where `--prefix` does not mean `--meant`, with what it means there, or None."""
+    table = option_table()["options"]
+    for release in releases():
+        if release not in table.get(meant, {}).get("releases", ()):
+            continue  # the option itself is missing there: sbatch-unknown-option's matter, not the prefix's
+        names = sorted(n for n, info in table.items() if release in info["releases"] and n.startswith(prefix))
+        if names == [meant]:
+            continue
+        if prefix in names:
+            return f"in Slurm {release} it is the option --{prefix} itself"
+        if len(names) > 1:
+            return f"in Slurm {release} it is ambiguous ({', '.join('--' + n for n in names[:4])}) and sbatch rejects it"
+        return f"in Slurm {release} it means --{names[0]}"
+    return None
+
+
+def check(target):
+    if target.strict:
+        yield from _everywhere(target)
+        return
+    for option in target.script.parsed.options:
+        if option.problem != "abbreviated" or option.name is None:
+            continue
+        prefix = option.written.lstrip("-").split("=", 1)[0]
+        where = elsewhere(prefix, option.name)
+        if where is not None:
+            yield (target.script.display, option.line, option.col, f"{option.detail}; {where}: write it out")
