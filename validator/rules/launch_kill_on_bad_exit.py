@@ -120,7 +120,11 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "unsquashfs", "sysctl",
              # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
              "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
-             "unzip", "zip", "truncate", "fallocate", "shred"}
+             "unzip", "zip", "truncate", "fallocate", "shred",
+             # MATLAB sessions: srun starts separate ones; MATLAB's parallel pools are its own workers
+             # (a local pool, or a cluster profile that submits its own jobs), never ranks of this step
+             # (rounds seven and ten: 3 of 3 such steps judged independent)
+             "matlab"}
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
