@@ -41,6 +41,16 @@ def elsewhere(prefix: str, meant: str) -> str | None:
     return None
 
 
+def confusable(prefix: str, meant: str) -> str | None:
+    """`--tasks=48` reads as --ntasks=48, and getopt_long takes it as --tasks-per-node=48: a prefix
+    that is another option's name without its leading 'n' (round six: 48 tasks on each node)."""
+    table = option_table()["options"]
+    other = "n" + prefix
+    if other in table and other != meant:
+        return f"it reads as --{other}, but sbatch takes it as --{meant}"
+    return None
+
+
 def check(target):
     if target.strict:
         yield from _everywhere(target)
@@ -49,6 +59,6 @@ def check(target):
         if option.problem != "abbreviated" or option.name is None:
             continue
         prefix = option.written.lstrip("-").split("=", 1)[0]
-        where = elsewhere(prefix, option.name)
+        where = confusable(prefix, option.name) or elsewhere(prefix, option.name)
         if where is not None:
             yield (target.script.display, option.line, option.col, f"{option.detail}; {where}: write it out")

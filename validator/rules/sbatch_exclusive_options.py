@@ -3,7 +3,7 @@
 Premise: sbatch refuses --mem with --mem-per-cpu or --mem-per-gpu (_validate_memory_options in
 src/common/slurm_opt.c at slurm-26-05-1-1) and, from 26.05, --gres=gpu with --gpus-per-node (SchedMD
 commit 1a2bc58796, first in slurm-26-05-0-0rc1); the other pairs contradict each other (the last
-silently wins). Holds for: 22.05-26.05; the --gres/--gpus-per-node pair only from 26.05
+silently wins); --tasks-per-node is another name of --ntasks-per-node (reported when the values differ). Holds for: 22.05-26.05; the --gres/--gpus-per-node pair only from 26.05
 (sbatch.before).
 """
 from validator.sbatch import before
@@ -22,8 +22,11 @@ EXCLUSIVE = [
     ("exclusive", "oversubscribe"),
     ("nodelist", "nodefile"),
     ("gpus-per-task", "ntasks-per-gpu"),
-    ("ntasks-per-node", "tasks-per-node"),
 ]
+# Two names of one setting: --tasks-per-node is the "Deprecated form of --ntasks-per-node" (its
+# slurm_cli_opt_t in src/common/slurm_opt.c, slurm-22-05-0-1 and slurm-26-05-3-1: the same setter).
+# Both given: the last one wins, and it matters only when the values differ.
+ALIASES = [("ntasks-per-node", "tasks-per-node")]
 
 
 # Slurm 26.05 (SchedMD/slurm 1a2bc58796, _validate_gres_vs_gpus_per_node): sbatch stops with
@@ -51,3 +54,9 @@ def check(target):
             later = max(present, key=lambda o: (o.line, o.col))
             names = " and ".join("--" + o.name for o in present)
             yield (target.script.display, later.line, later.col, f"{names} are mutually exclusive")
+    for name, alias in ALIASES:
+        if name in given and alias in given and given[name].value != given[alias].value:
+            later = max(given[name], given[alias], key=lambda o: (o.line, o.col))
+            yield (target.script.display, later.line, later.col,
+                   f"--{alias} is the deprecated name of --{name}: given both ({given[name].value} and "
+                   f"{given[alias].value}), sbatch keeps the last one; keep one")
