@@ -35,6 +35,21 @@ def _several_nodes(parsed) -> str | None:
     return value if low is not None and low > 1 else None
 
 
+def _fits(nnodes: str, job_nodes: str) -> bool:
+    """A literal --nnodes that the job's node count meets: the same number, or an elastic MIN:MAX range
+    around it (torchrun's c10d rendezvous closes with MIN agents once its last call has passed:
+    _add_to_participants() sets the last-call deadline when MIN have joined:
+    torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, torch 2.13.0), as `--nnodes=1:2` in a
+    one-node job."""
+    low, _, high = nnodes.partition(":")
+    count = as_int(job_nodes)
+    if count is None:
+        return nnodes.split(":")[-1] == job_nodes
+    if not high:
+        return as_int(low) == count
+    return (as_int(low) or 0) <= count <= (as_int(high) or 0)
+
+
 def check(target):
     script = target.script
     if script.in_preset:
@@ -55,7 +70,7 @@ def check(target):
         if word is not None and non_ascii_number(word.value):
             yield (script.display, word.line, word.col, f"--nnodes: {non_ascii_number(word.value)}")
         if word is not None and word.value is not None and is_decimal(word.value.replace(":", "")) \
-                and (target.strict or word.value.split(":")[-1] != (asked_nodes or "1").split("-")[-1]):
+                and (target.strict or not _fits(word.value, (asked_nodes or "1").split("-")[-1])):
             yield (script.display, word.line, word.col,
                    f"--nnodes={word.value} is hard-coded; use $SLURM_NNODES")
     if launchers:

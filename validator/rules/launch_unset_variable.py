@@ -105,6 +105,20 @@ def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
 _HET_GROUP = re.compile(r"_HET_GROUP_[0-9]{1,4}$")
 
 
+# Variables bash sets itself in every shell (bash(1), "Shell Variables": "The following variables are
+# set by the shell"; IFS, PS4 and the like get their defaults there too) and those every job's
+# environment has (HOME, PATH, USER: slurmstepd's task environment, src/slurmd/slurmstepd/mgr.c):
+# never a typo of a name the script sets (`oIFS="$IFS"` saves it to restore it).
+_SHELL_SETS = frozenset({
+    "BASH", "BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS",
+    "BASH_COMMAND", "BASH_EXECUTION_STRING", "BASH_LINENO", "BASH_LOADABLES_PATH", "BASH_REMATCH",
+    "BASH_SOURCE", "BASH_SUBSHELL", "BASH_VERSINFO", "BASH_VERSION", "COMP_CWORD", "DIRSTACK", "EPOCHREALTIME",
+    "EPOCHSECONDS", "EUID", "FUNCNAME", "GROUPS", "HISTCMD", "HOSTNAME", "HOSTTYPE", "LINENO", "MACHTYPE",
+    "OLDPWD", "OPTARG", "OPTIND", "OSTYPE", "PIPESTATUS", "PPID", "PWD", "RANDOM", "READLINE_LINE", "REPLY",
+    "SECONDS", "SHELLOPTS", "SHLVL", "SRANDOM", "UID", "IFS", "PS1", "PS2", "PS4", "HOME", "PATH", "USER",
+    "LOGNAME", "SHELL", "TMPDIR", "LANG", "TERM"})
+
+
 def check(target):
     shell = target.script.shell
     set_here = _set_names(shell)
@@ -113,7 +127,7 @@ def check(target):
     reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself
     for expansion in shell.expansions:
         name = expansion.name
-        if name in set_here or name in reported or not name.isidentifier():
+        if name in set_here or name in reported or name in _SHELL_SETS or not name.isidentifier():
             continue
         text = expansion.node.text.decode("utf-8", "replace")
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
