@@ -23,8 +23,9 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 # #SBATCH lines), or a generator's heredoc. The job script is the part from that line on.
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Shells whose language shellcheck and the shell rules read (bash's grammar, tree-sitter-bash):
-# slurmstepd execs the script with the interpreter its '#!' names (execve; src/slurmd/slurmstepd/
-# exec_wait.c), so a tcsh or Python batch script is another language with #SBATCH lines on top.
+# slurmstepd execve()s the spool copy of the script itself (step->argv[0] = the script, mgr.c; execve
+# in task.c, slurm-26-05-3-1), so the kernel runs the interpreter its '#!' names: a tcsh or Python
+# batch script is another language with #SBATCH lines on top.
 POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "ksh93", "mksh", "ash", "busybox"})
 # Other shells: their control flow is not bash's (tcsh's `if ( ) then ... endif`, foreach), so
 # shellcheck, which reads them as bash, reports their syntax as errors; their simple commands
@@ -45,7 +46,8 @@ def interpreter(first_line: str) -> str | None:
 def interpreter_flags(first_line: str) -> set[str]:
     """The one-letter options a '#!' line gives its shell: `#!/bin/bash -e` -> {'e'} (errexit from the
     start, as `set -e`). Linux hands everything after the interpreter's path to it as ONE argument
-    (binfmt_script), so only a single word is a flag word there; `env -S` splits the words itself."""
+    (fs/binfmt_script.c: i_arg is the rest of the line), so only a single word is a flag word there;
+    `env -S` splits the words itself."""
     if not first_line.startswith("#!"):
         return set()
     words = first_line[2:].split()

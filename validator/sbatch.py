@@ -182,8 +182,9 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        r"|\b__[A-Z][A-Z0-9_]{0,62}__\b|%[A-Z]{2}[A-Z0-9_]{0,62}%")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
-# `YOUR_ACCOUNT`, `your_own_partition`. No sbatch value holds '<' or '>'.
-PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+")
+# `YOUR_ACCOUNT`, `your_own_partition`, `*FIXME*`, `CHANGEME`. No sbatch value holds '<' or '>'.
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+"
+                         r"|\*?\bFIXME\b\*?|\bCHANGE_?ME\b|\bREPLACE_?ME\b")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")

@@ -107,8 +107,10 @@ _HET_GROUP = re.compile(r"_HET_GROUP_[0-9]{1,4}$")
 
 # Variables bash sets itself in every shell (bash(1), "Shell Variables": "The following variables are
 # set by the shell"; IFS, PS4 and the like get their defaults there too) and those every job's
-# environment has (HOME, PATH, USER: slurmstepd's task environment, src/slurmd/slurmstepd/mgr.c):
-# never a typo of a name the script sets (`oIFS="$IFS"` saves it to restore it).
+# environment has (HOME, PATH, USER, ...: sbatch's default --export=ALL carries them from the
+# submission, and with --export=NONE "Slurm will then implicitly attempt to load the user's
+# environment", sbatch.1 at slurm-26-05-3-1): never a typo of a name the script sets
+# (`oIFS="$IFS"` saves it to restore it).
 _SHELL_SETS = frozenset({
     "BASH", "BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS",
     "BASH_COMMAND", "BASH_EXECUTION_STRING", "BASH_LINENO", "BASH_LOADABLES_PATH", "BASH_REMATCH",
