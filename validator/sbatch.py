@@ -179,7 +179,11 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        r"|(?<![{$])\{[a-z_(][^{}\n]{0,120}\}(?!\})"
                        # tokens a tool's sed or a test harness replaces: __NODES__, %WALLTIME% (two capitals
                        # at least after '%', so sbatch's own %A_%a stays a filename pattern)
-                       r"|\b__[A-Z][A-Z0-9_]{0,62}__\b|%[A-Z]{2}[A-Z0-9_]{0,62}%")
+                       r"|\b__[A-Z][A-Z0-9_]{0,62}__\b|%[A-Z]{2}[A-Z0-9_]{0,62}%"
+                       # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
+                       # with the job's values before it calls sbatch (replacing[...] in
+                       # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `*FIXME*`, `CHANGEME`. No sbatch value holds '<' or '>'.

@@ -80,6 +80,8 @@ def keep_in_default_profile(finding: Finding, script=None) -> bool:
         return False
     if finding.rule == "SC2145" and _in_echo(finding, script):
         return False
+    if finding.rule == "SC2283" and _literal_equals(finding, script):
+        return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
 
@@ -111,6 +113,20 @@ def _in_echo(finding: Finding, script) -> bool:
     """SC2145 (an array mixed into a string) in an echo: echo joins its arguments with spaces, so
     "cmd: ${args[@]}" prints the same as "cmd: ${args[*]}" (bash(1), echo builtin)."""
     return _line(finding, script).lstrip().startswith("echo ")
+
+
+# Programs that take '=' as an ordinary argument: `grep = config.ini` (the pattern), `expr a = b`.
+_TAKES_EQUALS = {"grep", "egrep", "fgrep", "rg", "awk", "sed", "expr", "test", "[", "echo", "printf", "cut",
+                 "tr", "jq", "sort", "find", "xargs"}
+
+
+def _literal_equals(finding: Finding, script) -> bool:
+    """SC2283 ('remove spaces around = to assign') where the word before '=' is a program that takes
+    '=' as an argument (`source <(grep = ../config.ini)`): no assignment was meant, bash runs it as
+    written."""
+    before = _line(finding, script)[:max(finding.col - 1, 0)]
+    words = before.replace("(", " ").replace("|", " ").split()
+    return bool(words) and words[-1] in _TAKES_EQUALS
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:
