@@ -4,7 +4,8 @@ Premise: slurmd runs a copy of the batch script from its spool folder, <spool>/j
 (src/slurmd/slurmd/slurmd.c, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1): $0
 is that copy. Holds for: 22.05-26.05.
 Not reported where the script already copes with that: the value is taken in the else branch of an
-`if` that tests SLURM_JOB_ID, SLURM_JOBID or SLURM_SUBMIT_DIR (used only outside Slurm), or in an
+`if` that tests SLURM_JOB_ID, SLURM_JOBID or SLURM_SUBMIT_DIR (used only outside Slurm), in the
+then branch of an `if` that tests SLURM_JOB_ID for empty (`if [ -z $SLURM_JOB_ID ]; then sbatch "$0"`), or in an
 `if` or a function that also reads SLURM_SUBMIT_DIR, or it is assigned to a variable that such an `if`
 tests for the spool path (`[[ $SCRIPT_DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR`): a fallback to
 the submit folder when the path names the spool copy. An `if` that tries the script's folder first
@@ -108,10 +109,25 @@ def _guarded(node, submit: set, in_slurm: set) -> bool:
         elif node.type in _SCOPES:
             if _key(node) in submit:
                 return True
-            if node.type == "if_statement" and branch is not None and branch.parent == node and _key(node) in in_slurm:
-                return True
+            if node.type == "if_statement" and branch is not None and branch.parent == node and _key(node) in in_slurm \
+                    and not _tests_outside(node):
+                return True  # the else branch of `if [ -n "$SLURM_JOB_ID" ]`: only outside Slurm
+            if node.type == "if_statement" and (branch is None or branch.parent != node) and _tests_outside(node):
+                return True  # the then-branch of `if [ -z "$SLURM_JOB_ID" ]`: only outside Slurm
         child, node = node, node.parent
     return False
+
+
+# `[ -z $SLURM_JOB_ID ]`, `[[ -z "${SLURM_JOB_ID:-}" ]]`, `[ "$SLURM_JOB_ID" = "" ]`: true only outside a job
+# (slurmd sets SLURM_JOB_ID in every batch job: env_array_for_batch_job() in src/common/env.c).
+_OUTSIDE = re.compile(r"-z\s+\"?\$\{?(SLURM_JOB_ID|SLURM_JOBID)\b"
+                      r"|\"\$\{?(SLURM_JOB_ID|SLURM_JOBID)(:-)?\}?\"\s*==?\s*\"\"")
+
+
+def _tests_outside(if_node) -> bool:
+    condition = if_node.child_by_field_name("condition")
+    text = (condition if condition is not None else if_node).text[:300].decode("utf-8", "replace")
+    return bool(_OUTSIDE.search(text))
 
 
 def _submit_default(node) -> bool:
