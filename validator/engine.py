@@ -235,10 +235,7 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
                             if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path))
                                                                 and not _template(by_path.get(f.path)))
                                 or not silenceable(f))
-                            and not (f.rule == "SC2016" and _deferred_to_step(f, by_path.get(f.path)))
-                            and not _above_embedded_script(f, by_path.get(f.path))
-                            and not _placeholder_line(f, by_path.get(f.path))
-                            and not _crlf_parse(f, by_path.get(f.path)))
+                            and not _not_the_scripts(f, by_path.get(f.path)))
     finally:
         for run in pending:
             run.stop()  # on every way out (an exception, a signal turned into one): no shellcheck left
@@ -263,6 +260,16 @@ def silenceable(finding: Finding) -> bool:
 
     rule = registry.BY_ID.get(finding.rule)
     return not (finding.unusable or finding.rule.startswith("input-") or (rule is not None and not rule.silenceable))
+
+
+def _not_the_scripts(finding: Finding, script) -> bool:
+    """A shellcheck finding that is about something other than the job script's code, in any profile:
+    a `'$VAR'` deferred to the step, a record's header, a template's unrendered placeholder, the
+    carriage returns of a CRLF file (said once by sbatch-crlf)."""
+    if script is None:
+        return False
+    return ((finding.rule == "SC2016" and _deferred_to_step(finding, script)) or _above_embedded_script(finding, script)
+            or _placeholder_line(finding, script) or _crlf_parse(finding, script))
 
 
 def _above_embedded_script(finding: Finding, script) -> bool:

@@ -103,14 +103,18 @@ class Script:
         return "\n" * (self.embedded_from - 1) + "\n".join((self.source.text or "").split("\n")[self.embedded_from - 1:])
 
     @cached_property
-    def interpreter(self) -> str | None:
+    def shebang(self) -> str:
+        """The job script's first line (its '#!' line, where it has one)."""
         lines = self.text.split("\n", self.embedded_from)
-        return interpreter(lines[self.embedded_from - 1] if len(lines) >= self.embedded_from else "")
+        return lines[self.embedded_from - 1] if len(lines) >= self.embedded_from else ""
+
+    @property
+    def interpreter(self) -> str | None:
+        return interpreter(self.shebang)
 
     @property
     def interpreter_flags(self) -> set[str]:
-        lines = self.text.split("\n", self.embedded_from)
-        return interpreter_flags(lines[self.embedded_from - 1] if len(lines) >= self.embedded_from else "")
+        return interpreter_flags(self.shebang)
 
     @property
     def shell_language(self) -> bool:
@@ -234,4 +238,3 @@ def load_script(path: Path, root: Path, release: str, strict: bool = True, spank
     src = read_source(path, root)
     script = Script(src, spank, release, strict=strict, site_options=site_options) if src.usable else None
     return script, src.problems
-
