@@ -31,6 +31,12 @@ def option_check(problems: tuple[str, ...]):
     return check
 
 
+# Options Slurm itself had and removed, with the release that removed them and what replaced them.
+# --share: "Remove --share option from salloc/sbatch/srun. Deprecated since 16.05." (SchedMD commit
+# f4e4fb15d8, first in slurm-19-05-0-0rc1).
+REMOVED_OPTIONS = {"share": ("19.05", "oversubscribe")}
+
+
 def _closest(option) -> str:
     if option.problem != "unknown" or not option.written.startswith("--"):
         return ""
@@ -38,6 +44,9 @@ def _closest(option) -> str:
 
     from validator.sbatch import known_options
     name = option.written[2:].split("=")[0]
+    if name in REMOVED_OPTIONS:
+        release, instead = REMOVED_OPTIONS[name]
+        return f"; Slurm removed it in {release}: use '--{instead}'"
     close = difflib.get_close_matches(name, list(known_options(("pyxis",), None)), n=1)
     return f"; did you mean '--{close[0]}'?" if close else ""
 

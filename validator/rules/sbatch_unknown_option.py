@@ -4,14 +4,44 @@ Premise: sbatch hands #SBATCH arguments to getopt_long (_set_options in src/sbat
 slurm-22-05-0-1 and slurm-26-05-1-1) and stops at an option it does not know. Holds for: the release
 selected (the option table, validator/data/sbatch_options.json, is derived from
 src/common/slurm_opt.c of each release 22.05-26.05).
+A site adds options of its own through SPANK plugins (spank_option_register(), spank.8 at
+slurm-26-05-3-1), and the site's sbatch accepts them. In a script nobody here wrote (the default
+profile) an unknown option is reported where it is close to a known one (a typo: --jobname for
+--job-name) or an option no longer in the release (--share); one that resembles nothing of Slurm's
+(--rsc, a university's own resource option) is a site plugin's and is reported only by the strict
+profile, where a script declares its plugins.
 """
-from validator.rules.base import option_check
+import difflib
+
+from validator.rules.base import REMOVED_OPTIONS, option_check
+from validator.sbatch import known_options, option_table
 
 ID = "sbatch-unknown-option"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = "An #SBATCH option that no Slurm release knows: sbatch rejects the script."
+DESCRIPTION = ("An #SBATCH option that no Slurm release knows: sbatch rejects the script (the default profile: a "
+               "near-miss of a known option; one unlike any is a site plugin's).")
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\necho ok\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --gpus-per-tsk=8\necho ok\n"}
-check = option_check(("unknown",))
+_everywhere = option_check(("unknown",))
 
+
+def _site_option(option) -> bool:
+    """Unlike every option of every release and of the known plugins: a site's own SPANK option."""
+    if not option.written.startswith("--"):
+        return False  # an unknown short option is a typo: plugins register long options (spank.8)
+    name = option.written[2:].split("=", 1)[0]
+    if name in REMOVED_OPTIONS:  # Slurm's own, removed: never a site's
+        return False
+    names = list(option_table()["options"]) + list(known_options(("pyxis",), None))
+    return not difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+
+
+def check(target):
+    if target.strict:
+        yield from _everywhere(target)
+        return
+    for finding in _everywhere(target):
+        option = next((o for o in target.script.parsed.options if o.line == finding[1] and o.col == finding[2]), None)
+        if option is None or not _site_option(option):
+            yield finding
