@@ -132,16 +132,23 @@ class ShellScript:
             _pos = saved
         return sorted(out, key=lambda w: (w.line, w.col))
 
-    def heredoc_lines(self) -> set[int]:
-        """Line numbers inside heredoc bodies (text fed to a command, not run by this shell)."""
-        lines, stack = set(), [self.root] if self.root is not None else []
-        while stack:
-            node = stack.pop()
-            if node.type == "heredoc_body":
-                lines.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
-                continue
-            stack.extend(node.children)
-        return lines
+    def text_lines(self) -> set[int]:
+        """Line numbers that begin inside text the script hands to a command rather than runs: heredoc
+        bodies, and the lines after the first of a quoted string that spans lines (echo "#!/bin/bash
+        #SBATCH ..." > job.sh). Once per script."""
+        def build():
+            lines, stack = set(), [self.root] if self.root is not None else []
+            while stack:
+                node = stack.pop()
+                if node.type == "heredoc_body":
+                    lines.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
+                    continue
+                if node.type in ("string", "raw_string", "ansi_c_string") and node.end_point[0] > node.start_point[0]:
+                    lines.update(range(node.start_point[0] + 2, node.end_point[0] + 2))
+                    continue
+                stack.extend(node.children)
+            return lines
+        return self.once("text lines", build)
 
     def named(self, *names: str) -> list[Command]:
         return [c for c in self.commands if c.name in names]

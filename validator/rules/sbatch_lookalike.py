@@ -26,7 +26,7 @@ _DISABLED = re.compile(r"#+\s+SBATCH\s")  # '# SBATCH --x', '## SBATCH --x' at c
 def check(target):
     parsed = target.script.parsed
     lookalikes = parsed.lookalikes
-    inside = target.script.shell.heredoc_lines() if lookalikes else set()
+    inside = target.script.shell.text_lines() if lookalikes else set()  # written for another job
     switched_off = bool(parsed.directives) and not target.strict
     for look in lookalikes:
         if look.line in inside or (switched_off and _DISABLED.match(look.text)):
