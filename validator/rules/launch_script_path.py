@@ -32,7 +32,8 @@ _NAMES_ONLY = {"echo", "printf", "basename", "log", "usage"}
 # for byte (slurmstepd copies the script it was sent into it: _make_batch_script() in
 # src/slurmd/slurmstepd/mgr.c, slurm-22-05-0-1 and slurm-26-05-3-1), so `cat $0` or
 # `cp $0 $LOGDIR/` keeps in the log what ran. Only the folder around it is another place.
-_CONTENT = {"cat", "cp", "head", "tail", "md5sum", "sha1sum", "sha256sum", "wc", "diff", "less", "more"}
+_CONTENT = {"cat", "cp", "head", "tail", "md5sum", "sha1sum", "sha256sum", "wc", "diff", "less", "more",
+            "grep", "egrep", "fgrep"}  # `egrep "^#SBATCH" $0`: the job's own directives into its log
 
 
 def _printed(expansion) -> bool:
