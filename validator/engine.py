@@ -12,7 +12,7 @@ from validator import sbatch
 from validator.config import ConfigError, load_config
 from validator.findings import Finding
 from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
-from validator.shellcheck import keep_in_default_profile, start_shellcheck
+from validator.shellcheck import PARSE_ERRORS, keep_in_default_profile, start_shellcheck
 from validator.source import display_path, peek
 from validator.suppress import SCRIPT_BREAKS, YAML_BREAKS, parse_suppressions
 
@@ -231,8 +231,11 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         default_paths = set(default)
         by_path = {t.script.display: t.script for t in targets if t.script is not None}
         for collect in pending:
-            findings.extend(f for f in collect()
-                            if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path))
+            found = collect()
+            unparsed = {f.path for f in found if f.rule in PARSE_ERRORS}
+            findings.extend(f for f in found
+                            if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path),
+                                                                                        f.path in unparsed)
                                                                 and not _template(by_path.get(f.path)))
                                 or not silenceable(f))
                             and not _not_the_scripts(f, by_path.get(f.path)))
