@@ -276,8 +276,9 @@ def _not_the_scripts(finding: Finding, script) -> bool:
 
 
 def _above_embedded_script(finding: Finding, script) -> bool:
-    """shellcheck reads the whole file; above an embedded job script is a record's header, not the job."""
-    return script is not None and finding.line < script.embedded_from
+    """shellcheck reads the whole file; above an embedded job script is a record's header, not the
+    job, and from the next '#!' line on another quoted script (Script.text)."""
+    return script is not None and not script.embedded_from <= finding.line < script.embedded_to
 
 
 # A template engine's placeholder in the body (`osu-{{ osu_version }}/osu_latency`): a tool renders the

@@ -97,10 +97,25 @@ class Script:
     @cached_property
     def text(self) -> str:
         """What sbatch's parser and the shell rules read: the job script, the lines above an embedded
-        one left blank (line numbers stay the file's)."""
+        one left blank (line numbers stay the file's). In a file that does not start with '#!', the
+        embedded job script ends where a later '#!' line begins another: a text that quotes several
+        scripts one after another (a notes file, a log of attempts) holds no single job, and sbatch
+        would refuse it as it is (sbatch-shebang); the first script is read, the others are text."""
         if self.embedded_from == 1:
             return self.source.text or ""
-        return "\n" * (self.embedded_from - 1) + "\n".join((self.source.text or "").split("\n")[self.embedded_from - 1:])
+        lines = (self.source.text or "").split("\n")
+        end = self.embedded_to - 1
+        return "\n" * (self.embedded_from - 1) + "\n".join(lines[self.embedded_from - 1:end]) + "\n" * (len(lines) - end)
+
+    @cached_property
+    def embedded_to(self) -> int:
+        """The line after the job script: a later '#!' line in a file that does not start with one
+        (the next quoted script), else one past the last line."""
+        lines = (self.source.text or "").split("\n")
+        if self.embedded_from == 1:
+            return len(lines) + 1
+        return next((i + 1 for i in range(self.embedded_from, len(lines)) if _LATER_SHEBANG.match(lines[i])),
+                    len(lines) + 1)
 
     @cached_property
     def shebang(self) -> str:

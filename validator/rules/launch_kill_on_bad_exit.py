@@ -21,7 +21,8 @@ torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh u
 inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
 task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
 job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
--parallel is a serial program: several tasks of it are copies that never talk.
+-parallel is a serial program: several tasks of it are copies that never talk; so is a program the
+job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library.
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
@@ -214,6 +215,38 @@ def _serial_openfoam(command, program, name: str) -> bool:
     return openfoam and not any((a.value or a.raw) == "-parallel" for a in command.args)
 
 
+# Plain compilers: their MPI builds go through the wrappers (mpicc, mpif90, mpiicc, cc on Cray: other
+# names), or name the library (-lmpi, -lmpi_cxx, -lnccl, -lrccl) when built by hand.
+_PLAIN_COMPILERS = {"gcc", "g++", "clang", "clang++", "icc", "icpc", "icx", "icpx", "nvcc", "nvc", "nvc++",
+                    "gfortran", "ifort", "ifx", "nvfortran", "hipcc", "pgcc", "pgc++", "pgf90"}
+_COMMUNICATION_LIBRARY = re.compile(r"^-l(mpi|nccl|rccl|gasnet|shmem|oshmem|ucc|ucp)")
+
+
+def _built_alone(shell, program) -> bool:
+    """The job builds the program itself (`gcc -fopenmp pi.c -o pi_openmp`, `nvcc saxpy.cu -o saxpy`)
+    with a plain compiler and no MPI, NCCL or RCCL library: its copies never talk to each other, so
+    a dead one leaves nobody waiting (round seventeen: an OpenMP and a CUDA course program, each run
+    as one copy per task). A program that any command builds with an MPI wrapper is not one."""
+    target = (program.value or "").rsplit("/", 1)[-1]
+    return bool(target) and shell.once("programs built here", lambda: _builds(shell)).get(target, False)
+
+
+def _builds(shell) -> dict[str, bool]:
+    """Every program the script builds (its -o name) -> whether every build of it is a plain one."""
+    builds: dict[str, bool] = {}
+    for command in shell.commands:
+        words = [a.value or a.raw for a in command.args]
+        outputs = {words[i + 1].rsplit("/", 1)[-1] for i, w in enumerate(words[:-1]) if w == "-o"}
+        outputs |= {w[2:].rsplit("/", 1)[-1] for w in words if w.startswith("-o") and len(w) > 2}
+        if not outputs:
+            continue
+        plain = command.name.rsplit("/", 1)[-1] in _PLAIN_COMPILERS \
+            and not any(_COMMUNICATION_LIBRARY.match(w) for w in words)
+        for output in outputs:
+            builds[output] = builds.get(output, True) and plain
+    return builds
+
+
 def _helper_script(raw: str) -> bool:
     base = raw.strip("\"'").rsplit("/", 1)[-1]
     named = re.fullmatch(r"\$\{?(\w{1,128})\}?", base)  # ${GRACE_POWER_SCRIPT}: the variable's name says
@@ -338,7 +371,8 @@ def _independent(shell, command) -> bool:
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
         return True
-    if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)):
+    if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
+                                or _built_alone(shell, program)):
         return True
     text = " ".join(a.raw for a in command.args)
     if _RAY_LOCAL.search(text) and not _RAY.search(text) or _own_shard(text):
