@@ -22,6 +22,8 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 # its own header (a database of job scripts: metadata lines, a marker, then '#!/bin/bash' and its
 # #SBATCH lines), or a generator's heredoc. The job script is the part from that line on.
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
+# Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
+_QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
 # Shells whose language shellcheck and the shell rules read (bash's grammar, tree-sitter-bash):
 # slurmstepd execve()s the spool copy of the script itself (step->argv[0] = the script, mgr.c; execve
 # in task.c, slurm-26-05-3-1), so the kernel runs the interpreter its '#!' names: a tcsh or Python
@@ -109,13 +111,15 @@ class Script:
 
     @cached_property
     def embedded_to(self) -> int:
-        """The line after the job script: a later '#!' line in a file that does not start with one
-        (the next quoted script), else one past the last line."""
+        """The line after the job script. In a file that does not start with '#!', the quotation
+        that holds the job script ends at a later '#!' line (the next quoted script) or at the
+        text's own delimiter (a Markdown fence, a rule of '=' or '-'): bash would run such a line as
+        a command, so it is the text's, not the script's. Else one past the last line."""
         lines = (self.source.text or "").split("\n")
         if self.embedded_from == 1:
             return len(lines) + 1
-        return next((i + 1 for i in range(self.embedded_from, len(lines)) if _LATER_SHEBANG.match(lines[i])),
-                    len(lines) + 1)
+        return next((i + 1 for i in range(self.embedded_from, len(lines))
+                     if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])), len(lines) + 1)
 
     @cached_property
     def shebang(self) -> str:

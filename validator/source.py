@@ -113,13 +113,35 @@ def decode(src: Source, data: bytes) -> Source:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, col = _position(data, exc.start)
-        return _unusable(src, "input-encoding", f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
-                        line, col)
+        if not _only_in_comments(data):
+            return _unusable(src, "input-encoding", f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded",
+                             line, col)
+        # bash skips a comment's bytes unread and sbatch passes them through: the job runs as
+        # written. The file is read (those bytes replaced) and said once, for the strict profile.
+        text = data.decode("utf-8", errors="replace")
+        src.problems.append(Finding(src.display, line, col, "error", "input-encoding",
+                                    f"{COMMENT_ONLY}: byte 0x{data[exc.start]:02x} cannot be decoded; save the file as UTF-8"))
     if text.startswith("\ufeff"):
         text = text[1:]
         src.bom = True
     src.text = text
     return src
+
+
+COMMENT_ONLY = "not UTF-8 in a comment only"
+
+
+def _only_in_comments(data: bytes) -> bool:
+    """Every byte that is not UTF-8 sits in a comment line (not '#!', not '#SBATCH'): a Latin-1
+    no-break space or accent in a note to the reader."""
+    for raw in data.split(b"\n"):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            line = raw.lstrip()
+            if not line.startswith(b"#") or line.startswith((b"#!", b"#SBATCH")):
+                return False
+    return True
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:

@@ -22,7 +22,8 @@ inside a container (`singularity exec IMG netstat`), or whose tasks each take th
 task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
 job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
 -parallel is a serial program: several tasks of it are copies that never talk; so is a program the
-job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library.
+job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library, and a
+GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
@@ -222,6 +223,23 @@ _PLAIN_COMPILERS = {"gcc", "g++", "clang", "clang++", "icc", "icpc", "icx", "icp
 _COMMUNICATION_LIBRARY = re.compile(r"^-l(mpi|nccl|rccl|gasnet|shmem|oshmem|ucc|ucp)")
 
 
+_GROMACS = {"gmx", "gmx_mpi", "gmx_d", "gmx_mpi_d"}
+
+
+def _gromacs_tool(command, program, name: str) -> bool:
+    """A GROMACS tool other than mdrun (`gmx_mpi grompp`, `grompp_mpi`): a one-process preprocessor
+    or analysis tool, each rank runs all of it on its own, so its copies wait for nobody (round
+    eighteen: 2 of 2 judged false, from GROMACS's source; an earlier round judged HPCNow's grompp
+    the same). mdrun, the parallel engine, is not one."""
+    if name.startswith(("grompp", "editconf", "genion", "solvate", "pdb2gmx", "trjconv", "make_ndx")):
+        return True
+    if name not in _GROMACS:
+        return False
+    words = [a.value or a.raw for a in command.args[command.args.index(program) + 1:]]
+    tool = next((w for w in words if not w.startswith("-")), "")
+    return bool(tool) and tool != "mdrun"
+
+
 def _built_alone(shell, program) -> bool:
     """The job builds the program itself (`gcc -fopenmp pi.c -o pi_openmp`, `nvcc saxpy.cu -o saxpy`)
     with a plain compiler and no MPI, NCCL or RCCL library: its copies never talk to each other, so
@@ -372,7 +390,7 @@ def _independent(shell, command) -> bool:
     if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
-                                or _built_alone(shell, program)):
+                                or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
         return True
     text = " ".join(a.raw for a in command.args)
     if _RAY_LOCAL.search(text) and not _RAY.search(text) or _own_shard(text):

@@ -2,6 +2,8 @@
 
 Premise: in an #SBATCH line an unquoted '#' ends the arguments and quotes group blanks (get_argument
 in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1). Holds for: 22.05-26.05.
+A '#' glued to the value but followed by a blank starts a comment the author meant
+(`--account=proj# billing`): sbatch keeps the value written, not reported.
 """
 ID = "sbatch-value-cut"
 SEVERITY = "error"
@@ -18,6 +20,9 @@ def check(target):
         if directive.cut_at is None:
             continue
         before = directive.text[directive.cut_at - 2] if directive.cut_at >= 2 else " "
-        if not before.isspace():
+        after = directive.text[directive.cut_at] if directive.cut_at < len(directive.text) else " "
+        # `--account=proj_17# billing account`: a comment glued to the value; the value sbatch keeps
+        # is the one meant (round eighteen). `image=nvcr.io#nvidia/pytorch`: the value goes on.
+        if not before.isspace() and not after.isspace():
             yield (target.script.display, directive.line, directive.cut_at,
                    "unescaped '#' ends the directive here and drops the rest of the value; write '\\#'")
