@@ -44,7 +44,9 @@ def git(git_dir: Path, *args: str) -> str:
 def used_repositories(extra: list[Path] = ()) -> set[str]:
     used = {"SchedMD/slurm"}
     for path in [*JUDGED, *extra]:
-        used |= {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines()[1:] if line}
+        # every first column but a header's (real-world-r13-holdout.tsv has none: its first line is a row)
+        used |= {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines()
+                 if line and not line.startswith("repository\t")}
     return used
 
 
