@@ -147,14 +147,40 @@ _SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "accel-bind
 _OPTIONS_VARIABLE = re.compile(r'"?\$\{?\w+(\[[@*]\])?(:?[-+][^}"]{0,200})?\}?"?')
 
 
-def _program(command):
+def _names_a_program(shell, raw: str) -> bool:
+    """`$MATLAB` where the script sets MATLAB=/usr/.../bin/matlab: every value it assigns is a
+    literal word that is no option, so the expansion is the program srun runs, not srun's options."""
+    name = re.sub(r"[^\w].*$", "", raw.strip('"').lstrip("$").lstrip("{"))
+    assigned = shell.assigned(name) if name.isidentifier() else []
+    values = [a.value for a in assigned]
+    return bool(values) and all(v and not v.startswith("-") and " " not in v for v in values)
+
+
+def _program_name(shell, program) -> str:
+    """The base name of the program srun runs: its word's, or (`$MATLAB`) the one of the path the
+    script sets that variable to, where every assignment names the same program."""
+    if program is None:
+        return ""
+    if program.value is not None:
+        return program.value.rsplit("/", 1)[-1]
+    if not _names_a_program(shell, program.raw):
+        return ""
+    name = re.sub(r"[^\w].*$", "", program.raw.strip('"').lstrip("$").lstrip("{"))
+    names = {a.value.rsplit("/", 1)[-1] for a in shell.assigned(name)}
+    return names.pop() if len(names) == 1 else ""
+
+
+def _program(command, shell=None):
     """The word srun runs (after its options), None when there is none; its value is None when the
-    word expands something."""
+    word expands something. With the script (`shell`), a variable it sets to a program's path is
+    that program (`srun $MATLAB -r ...`), not an options variable."""
     table = option_table()["options"]
     args, i = command.args, 0
     while i < len(args):
         text = args[i].value
         if text is None and _OPTIONS_VARIABLE.fullmatch(args[i].raw):  # srun "${SRUN_ARGS[@]}" ...: options
+            if shell is not None and _names_a_program(shell, args[i].raw):
+                break
             i += 1
             continue
         if text is None and args[i].raw.startswith("-"):  # --ntasks="$N", -N${NODES}: an option, its value expanded
@@ -283,10 +309,10 @@ _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home",
                           "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
 
 
-def _own_options(command):
+def _own_options(command, shell=None):
     """The srun command cut before the program it runs: the words that are srun's own options."""
     from dataclasses import replace
-    program = _program(command)
+    program = _program(command, shell)
     if program is None:
         return command
     return replace(command, args=command.args[:command.args.index(program)])
@@ -303,8 +329,8 @@ step_program = _program  # shared with launch-bare-wait: one reading of srun's o
 def helper_step(shell, command) -> bool:
     """A per-node helper step: its program (or every command of its `bash -c` payload) is one of
     _PER_NODE (mkdir, hostname, curl, nvidia-smi, ...), whose tasks never talk to each other."""
-    program = _program(command)
-    name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
+    program = _program(command, shell)
+    name = _program_name(shell, program)
     if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
         rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
         if bool(rest) and rest[0] in _RUNTIME_PER_NODE:
@@ -385,8 +411,8 @@ def _independent(shell, command) -> bool:
     programs; a single-quoted payload that starts nothing whose tasks work together is one too.
     A step that bounds its tasks (`timeout`) or runs Ray (which handles a lost node) leaves
     nothing waiting until the time limit."""
-    program = _program(command)
-    name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
+    program = _program(command, shell)
+    name = _program_name(shell, program)
     if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
@@ -433,7 +459,7 @@ def check(target):
     if any(a.name == "SLURM_KILL_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
         return
     for command in shell.named("srun"):
-        own = _own_options(command)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
+        own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
         if kill is None and not _one_task(shell, target.script.parsed, own, target.strict) \
                 and not _independent(shell, command):
