@@ -52,9 +52,12 @@ def _closest(option) -> str:
 
 
 TOPOLOGY_PREFIXES = ("NCCL_", "UCX_", "TORCH_", "CUDA_", "SHARP_")
-# A secret is what a variable holds: a whole word of its name (HF_TOKEN, WANDB_API_KEY,
-# AWS_SECRET_ACCESS_KEY), not a substring (MAX_NEW_TOKENS, TOKENIZER).
-_SECRET = re.compile(r"(^|_)(API_?KEY|ACCESS_KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?)(_|$)", re.IGNORECASE)
+# A secret is what a variable holds, and a name says what it holds in its last word: HF_TOKEN,
+# WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, ENROOT_PASSWORD hold one; MAX_NEW_TOKENS, TOKENIZER, a
+# TOKEN_FILE or PASSWORD_PATH (where one is kept) and a training setting named after tokens
+# (DRGRPO_TOKEN_PRIMARY, round twenty: 3 of 3 judged false) do not.
+_SECRET = re.compile(r"(^|_)(API_?KEY|ACCESS_KEY|SECRET_?KEY|PRIVATE_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|"
+                     r"CREDENTIALS?)$", re.IGNORECASE)
 
 # A batch script that every launch rule leaves alone: the GOOD example they share.
 GOOD_BATCH = """#!/bin/bash

@@ -7,8 +7,12 @@ differs from the job's own per-node GPU request starts too many or too few proce
 22.05-26.05.
 Not reported: SLURM_GPUS_PER_NODE in a job that asks --gpus-per-node=N without a type (the variable
 is then N on every node); a literal in an --exclusive job that asks no GPU count (the job has every
-GPU of its nodes, whose number the script does not say: the literal is the author's statement of it).
+GPU of its nodes, whose number the script does not say: the literal is the author's statement of it);
+`${SLURM_GPUS_PER_NODE:-N}` in a job without --gpus-per-node whose per-node request is N (the
+variable is unset there, the default is the right count).
 """
+import re
+
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, non_ascii_number,
                                   requested_gpus_per_node)
 ID = "launch-gpu-count"
@@ -31,6 +35,13 @@ def _plain_gpus_per_node(parsed) -> bool:
     return any(as_int(option.value) is not None for option in parsed.get("gpus-per-node"))
 
 
+def _default_is_the_request(raw: str, name: str, requested) -> bool:
+    """`${SLURM_GPUS_PER_NODE:-2}` in a job that asks 2 GPUs a node and no --gpus-per-node: the
+    variable is unset there and its default is the job's own count (round twenty)."""
+    found = re.search(r"\$\{" + name + r":?-([0-9]+)\}", raw)
+    return found is not None and requested is not None and int(found.group(1)) == requested
+
+
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
@@ -49,6 +60,8 @@ def check(target):
         if word is None:
             continue
         for name, why in wrong.items():
+            if _default_is_the_request(word.raw, name, requested) and not parsed.get("gpus-per-node"):
+                continue
             if name not in skip and f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
         # a literal equal to the job's own per-node GPU request says the same thing twice

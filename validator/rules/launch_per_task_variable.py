@@ -15,7 +15,10 @@ Not reported where node 0's value does no harm:
   --tres-bind=gres/gpu:single, --gpus-per-task implies per_task: sbatch.1 at slurm-26-05-3-1):
   Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
 - the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
-  or exported in a script whose launcher uses the c10d rendezvous).
+  or exported in a script whose launcher uses the c10d rendezvous);
+- in a script nobody here wrote (the default profile), the value is printed directly by echo or
+  printf: a line of the log, not the job's work (round twenty: a sanity print of $SLURM_NODEID judged
+  false). Our presets (the strict profile) keep it: a log line that says node 0 for every node misleads.
 """
 import re
 
@@ -26,7 +29,7 @@ SCOPE = "script"
 DESCRIPTION = ('Per-task variables (SLURM_NODEID, SLURM_PROCID, SLURM_LOCALID, SLURM_GPUS_ON_NODE) expanded in the '
                'batch shell, where they describe node 0 only (not on one node, nor as torchrun\'s node rank with c10d).')
 GOOD = {"run.sbatch": GOOD_BATCH}
-BAD = bad_batch("srun --kill-on-bad-exit=1", 'echo "node $SLURM_NODEID"\nsrun --kill-on-bad-exit=1')
+BAD = bad_batch("srun --kill-on-bad-exit=1", 'python prepare.py --shard $SLURM_NODEID\nsrun --kill-on-bad-exit=1')
 
 
 PER_TASK = {"SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_GPUS_ON_NODE"}
@@ -92,6 +95,15 @@ def _read_beyond_printing(script, names: set) -> set:
     return out
 
 
+def _printed(expansion) -> bool:
+    """The expansion is an argument of echo or printf (not inside a $( ) that feeds another command)."""
+    node = expansion.node
+    while node is not None and node.type not in ("command", "program", "command_substitution"):
+        node = node.parent
+    called = node.child_by_field_name("name") if node is not None and node.type == "command" else None
+    return called is not None and called.text.decode("utf-8", "replace") in _PRINTS
+
+
 def _assigned_to(node) -> str | None:
     """X when the expansion is the whole value of X=$SLURM_PROCID (or export X=...)."""
     parent = node.parent if node is not None else None
@@ -127,6 +139,8 @@ def check(target):
         if c10d and _c10d_rank(expansion, data, seen):
             continue
         if _assigned_to(expansion.node) == "CUDA_VISIBLE_DEVICES" and _gpus_bound_per_task(parsed):
+            continue
+        if not target.strict and _printed(expansion):
             continue
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}
