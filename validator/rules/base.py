@@ -109,7 +109,8 @@ def as_int(text: str | None, digits: int = 18) -> int | None:
 def requested_gpus_per_node(parsed) -> int | None:
     """The GPU count each node gets from the directives: --gpus-per-node=[type:]N,
     --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node (or --ntasks over --nodes when it
-    divides evenly: Slurm spreads the tasks one node's share each), or --gpus=N on one node."""
+    divides evenly: Slurm spreads the tasks one node's share each; a job of one task has one node),
+    or --gpus=N on one node."""
     def count(text):
         return as_int((text or "").rsplit(":", 1)[-1])
     for option in parsed.get("gpus-per-node"):
@@ -119,12 +120,15 @@ def requested_gpus_per_node(parsed) -> int | None:
             if item.split(":", 1)[0] in ("gpu", "gres/gpu"):
                 return count(item) if ":" in item else 1
     per_task, tasks = count(parsed.value("gpus-per-task")), as_int(parsed.value("ntasks-per-node"))
+    total, nodes = as_int(parsed.value("ntasks")), as_int(parsed.value("nodes"))
     if per_task is not None and tasks is None:
-        total, nodes = as_int(parsed.value("ntasks")), as_int(parsed.value("nodes"))
         tasks = total // nodes if total and nodes and total % nodes == 0 else None
+        if tasks is None and total == 1 and nodes is None:
+            tasks = 1  # one task runs on one node: its GPUs are that node's
     if per_task is not None and tasks is not None:
         return per_task * tasks
-    if parsed.value("nodes") == "1" and parsed.value("gpus"):
+    one_node = parsed.value("nodes") in ("1", "1-1") or (nodes is None and total == 1)
+    if one_node and parsed.value("gpus"):
         return count(parsed.value("gpus"))
     return None
 

@@ -8,7 +8,9 @@ a job yet: one finding per file, on its first placeholder, and no per-line findi
 lines; a placeholder in a value sbatch takes as any text (--mail-user, --job-name, --comment) does not
 stop the job and is not reported. A template engine's placeholders only ({{ x }}, {% %}, @[X], @X@):
 a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
-script is the one to validate). Holds for: 22.05-26.05.
+script is the one to validate). So are bare capitalised tokens where counts, sizes or times belong
+(`--nodes=NODES`, `--time=WTIME`), two or more in a file: a generator's sed fills them in.
+Holds for: 22.05-26.05.
 """
 import re
 
@@ -71,9 +73,24 @@ def _engine_only(parsed, line: int) -> bool:
     return bool(found) and all(TEMPLATE.fullmatch(text) for text in found)
 
 
+# `--nodes=NODES`, `--ntasks-per-node=RPN`, `--time=WTIME`: a bare capitalised name where a count, a
+# size or a time belongs is a token that a generator's sed replaces (round twenty-one: a lattice-QCD
+# job generator's templates); two or more of them in one file say it is such a template.
+_BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]")
+
+
+def _sed_tokens(parsed) -> set:
+    """The lines whose count, size or time value is a bare capitalised token, when a file has two."""
+    lines = {option.line for option in parsed.options
+             if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
+             and option.value.lower() not in _UNLIMITED.get(option.name, ())}
+    return lines if len(lines) >= 2 else set()
+
+
 def check(target):
     script = target.script
     parsed = script.parsed
+    tokens = _sed_tokens(parsed)
     # a person fills in <ACCOUNT> or YOUR_PROJECT; a tool fills in {{ nodes }} (template_lines)
     blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)
                 and not _engine_only(parsed, line)]
@@ -85,7 +102,7 @@ def check(target):
                f"'{found.group(0)}' is a template placeholder: this file is a template (reported once, for every "
                "placeholder line); fill in or render it before sbatch")
     for option in parsed.options:
-        if option.line in parsed.placeholder_lines:
+        if option.line in parsed.placeholder_lines or option.line in tokens:
             continue
         value = option.value
         if option.name is None or option.problem or value is None:
