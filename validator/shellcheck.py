@@ -153,7 +153,8 @@ def _literal_equals(finding: Finding, script) -> bool:
 
 # `[[ ${list[@]} == *$option* ]]`: a substring test on the joined list, the concatenation SC2199
 # warns of is the point (a membership test; round fifteen: 7 of 7 such findings judged false).
-_MEMBERSHIP = re.compile(r"\[\[\s*(!\s*)?\"?\$\{\w+\[[@*]\]\}\"?\s*==?\s*\*")
+# Also `[[ " ${list[@]} " =~ " $x " ]]`, the padded form with a regex match (round twenty-two: 3 of 3).
+_MEMBERSHIP = re.compile(r"\[\[\s*(!\s*)?\"?\s*\$\{\w+\[[@*]\]\}\s*\"?\s*(==?\s*\*|=~)")
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:

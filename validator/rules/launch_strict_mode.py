@@ -61,6 +61,17 @@ def _statement(node):
     return node
 
 
+def _status_read_next(node) -> bool:
+    """The statement right after the srun's own (in its block: an `if` branch, a loop body, the
+    script) reads `$?`: the step's status is kept (round twenty-two: `exit_code=$?` logged)."""
+    while node.parent is not None and node.parent.type in ("redirected_statement", "pipeline", "command"):
+        node = node.parent
+    following = node.next_named_sibling
+    while following is not None and following.type == "comment":
+        following = following.next_named_sibling
+    return following is not None and b"$?" in following.text
+
+
 def _first_word(node) -> str:
     """'exit' of 'exit 1', not of 'exit_status=$?' (which keeps srun's status: a use of $?)."""
     words = node.text.decode("utf-8", "replace").split(None, 1)
@@ -92,6 +103,8 @@ def _risks(script):
     if errexit or not foreground:
         return
     main = max(foreground, key=lambda c: c.node.start_byte)
+    if _status_read_next(main.node):
+        return  # `srun ...; exit_code=$?`: the author keeps the step's status and deals with it
     statement = _statement(main.node)
     if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
            for c in shell.commands):
