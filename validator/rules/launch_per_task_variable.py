@@ -97,10 +97,8 @@ def _read_beyond_printing(script, names: set) -> set:
 
 def _printed(expansion) -> bool:
     """The expansion is an argument of echo or printf (not inside a $( ) that feeds another command)."""
-    node = expansion.node
-    while node is not None and node.type not in ("command", "program", "command_substitution"):
-        node = node.parent
-    called = node.child_by_field_name("name") if node is not None and node.type == "command" else None
+    command = _enclosing(expansion.node, ("command", "program", "command_substitution"))
+    called = command.child_by_field_name("name") if command is not None and command.type == "command" else None
     return called is not None and called.text.decode("utf-8", "replace") in _PRINTS
 
 

@@ -50,10 +50,7 @@ def _printed(expansion) -> bool:
         if parent.type == "expansion" and re.match(r"^\$\{\w+:?\?", parent.text.decode("utf-8", "replace")):
             return True
         parent = parent.parent
-    while node is not None and node.type != "command":
-        node = node.parent
-    name = node.child_by_field_name("name") if node is not None else None
-    return name is not None and name.text.decode("utf-8", "replace") in _NAMES_ONLY | _CONTENT
+    return _command_name(node) in _NAMES_ONLY | _CONTENT
 
 
 _SUBMIT = "SLURM_SUBMIT_DIR"
@@ -203,8 +200,8 @@ def _folder_uses(expansions, paths) -> list:
                 holders.setdefault(name, []).append(e)
     folder_of_holder = {e.name for e in expansions if e.name in holders and e.node is not None and _folder_taken(e.node)}
     return [e for e in paths if e.node is not None
-            and (_folder_taken(e.node) or _assigned_name(e.node) in folder_of_holder
-                 and _command_name(e.node) in _RESOLVERS | {""})]
+            and (_folder_taken(e.node) or (_assigned_name(e.node) in folder_of_holder
+                                           and _command_name(e.node) in _RESOLVERS | {""}))]
 
 
 def check(target):

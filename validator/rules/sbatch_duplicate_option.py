@@ -8,10 +8,17 @@ In a script nobody here wrote (the default profile), a scalar the job can have o
 limit, partition, QOS, account, name, node, task, CPU and memory counts) given twice is an override
 that the author stacked: the last line is the choice (`-t 10` then `--time=00:30:00`, partition lines
 of which the last is the one meant; rounds eighteen, nineteen and twenty-two: 4 of 4 judged false).
-What is lost there is reported: options whose values add up (--mail-type's events, since 25.05 the
-last one only; --acctg-freq's parts; --exclude's nodes) and the files of --output/--error. Our presets
-(the strict profile) keep every repeat reported.
+What is lost there is reported: options whose values add up (--acctg-freq's parts; --exclude's
+nodes; --mail-type's events from 25.05) and the files of --output/--error. Our presets (the strict
+profile) keep every repeat reported.
+--mail-type is the one option whose repeats added up before 25.05: arg_set_mail_type() OR-ed each
+value into the job's mail types until SchedMD commit fac544cef5 (first in slurm-25-05-0-0rc1: "multiple
+--mail-type arguments will not be merged") made it keep the last. Below 25.05 its repeats are not
+reported.
 """
+from validator.sbatch import before
+
+MAIL_TYPE_LAST_WINS = "25.05"  # fac544cef5, src/common/slurm_opt.c
 ID = "sbatch-duplicate-option"
 SEVERITY = "warning"
 SCOPE = "script"
@@ -30,6 +37,8 @@ def check(target):
     for option in target.script.parsed.options:
         if option.name is None or option.name in REPEATABLE or (option.name in OVERRIDES and not target.strict):
             continue
+        if option.name == "mail-type" and before(target.release, MAIL_TYPE_LAST_WINS):
+            continue  # OR-ed together before 25.05: every line's events are mailed
         key = (option.component, option.name)  # each component of a heterogeneous job has its own
         if key in seen:
             first = seen[key]
