@@ -24,6 +24,30 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
+# A word of prose ("program,", "individually."; "C++" is none); a list item's marker ("1)", "-", "*").
+_PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*[,.:;!?]?")
+_LIST_MARKER = re.compile(r"([0-9]{1,2}[.)]|[-*])")
+# Characters that make a line shell: an expansion, a pipe or redirection, an assignment, a separator.
+_SHELL_CHARS = frozenset("$|<>=`;&{}\\")
+
+
+def is_prose(line: str) -> bool:
+    """A sentence of a README, a notes file or a report: four or more words, nearly all of them
+    words of a language (no paths, options or expansions), the first capitalised, ending as a
+    sentence or a lead-in ends (. : ! ?), and no shell character; or Markdown's bold text. Commands
+    do not look like this: their first word is a program name in lower case ("module load ...",
+    "srun ./a.out") and their other words options and paths."""
+    text = line.strip()
+    if text.startswith("**"):
+        return True
+    if not text or text.startswith("#") or any(ch in _SHELL_CHARS for ch in text):
+        return False
+    words = text.split()
+    if _LIST_MARKER.fullmatch(words[0]):
+        words = words[1:]
+    if len(words) < 4 or not words[0][:1].isupper() or text[-1] not in ".:!?":
+        return False
+    return sum(bool(_PROSE_WORD.fullmatch(w)) for w in words) >= 0.8 * len(words)
 # Shells whose language shellcheck and the shell rules read (bash's grammar, tree-sitter-bash):
 # slurmstepd execve()s the spool copy of the script itself (step->argv[0] = the script, mgr.c; execve
 # in task.c, slurm-26-05-3-1), so the kernel runs the interpreter its '#!' names: a tcsh or Python
@@ -120,6 +144,22 @@ class Script:
             return len(lines) + 1
         return next((i + 1 for i in range(self.embedded_from, len(lines))
                      if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])), len(lines) + 1)
+
+    @cached_property
+    def quotes_job_text(self) -> bool:
+        """A text that quotes a job script or #SBATCH lines, not a job script: line 1 is no '#!' and
+        prose, a Markdown fence or a rule of '=' or '-' (a YAML front matter's '---') comes above
+        the job script (a README that tells which lines to paste into a script, notes of a
+        debugging session, an R Markdown report). Bash would run such a line as a command and
+        fail; nobody submits the file: rules about a whole job (its '#!' line, its time limit) have
+        nothing to judge (rounds seventeen, eighteen and twenty-three: 10 of 10 such findings judged
+        false). Commands, assignments and comments above the #SBATCH lines (a record's header, a
+        script that lost its '#!') are no text: those files are still judged as jobs."""
+        text = self.source.text or ""
+        if text.startswith("#!"):
+            return False
+        above = text.split("\n")[:self.embedded_from - 1]
+        return any(is_prose(line) or _QUOTATION_END.match(line) for line in above)
 
     @cached_property
     def shebang(self) -> str:

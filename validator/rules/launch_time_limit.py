@@ -17,5 +17,6 @@ def check(target):
     parsed = script.parsed
     # a template that includes its header ({% include 'slurm_header' %}): the directives are elsewhere
     included = any("include" in parsed.lines[n - 1] for n in parsed.engine_lines if n <= len(parsed.lines))
-    if is_batch_script(script) and not parsed.get("time") and not included:
+    # a README, notes or a report that quotes a job script or #SBATCH lines to paste: no job to bound
+    if is_batch_script(script) and not parsed.get("time") and not included and not script.quotes_job_text:
         yield (script.display, 1, 1, "no #SBATCH --time: a hung job holds its nodes until the partition's limit")

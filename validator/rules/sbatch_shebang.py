@@ -6,7 +6,8 @@ An interpreter other than bash (#!/bin/sh) is no defect: slurmstepd execs the sc
 interpreter its '#!' line names, and a POSIX sh script runs as written there (bashisms under
 #!/bin/sh are shellcheck's SC3xxx). Bash is our presets' policy: that finding is reported in the
 strict profile only (presets, --strict). A file whose '#!' comes after text other than blank lines
-and comments (notes, a README, a record's header) quotes a job script: not reported.
+and comments (notes, a README, a record's header) quotes a job script: not reported; so is a text
+with no '#!' at all whose #SBATCH lines come after prose (a README's lines to paste, a report).
 """
 ID = "sbatch-shebang"
 SEVERITY = "error"
@@ -42,6 +43,7 @@ def check(target):
             yield (script.display, 1, 1, f"no '#!' on line 1 (the job script's '#!' is on line {script.embedded_from}): "
                    "sbatch refuses the file as it is; the '#!' line must come first")
     elif not first.startswith("#!"):
-        yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
+        if not script.quotes_job_text:
+            yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
     elif "bash" not in first and target.strict:
         yield (script.display, 1, 1, f"interpreter '{first[2:].strip()}' is not bash; presets are bash scripts")
