@@ -10,6 +10,10 @@ stop the job and is not reported. A template engine's placeholders only ({{ x }}
 a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
 script is the one to validate). So are bare capitalised tokens where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file: a generator's sed fills them in.
+A variable in --mail-user is reported only where the script sets --mail-type: slurmctld sends a
+job's mail only for the events in its mail_type, none by default (`job_ptr->mail_type & MAIL_JOB_END`
+and the like before every mail_job_info() call in src/slurmctld/job_mgr.c and agent.c at
+slurm-22-05-0-1 and slurm-26-05-1-1; sbatch.1: "state changes as defined by --mail-type").
 Holds for: 22.05-26.05.
 """
 import re
@@ -130,6 +134,8 @@ def check(target):
         if option.name is None or option.problem or value is None:
             continue
         if "$" in value or "`" in value:
+            if option.name == "mail-user" and not parsed.get("mail-type"):
+                continue  # no mail is sent: every mail_job_info() call is gated by the job's mail_type
             yield (script.display, option.line, option.col,
                    f"--{option.name}={value}: sbatch never expands variables in #SBATCH lines; "
                    "pass the value on the sbatch command line instead")
