@@ -183,7 +183,10 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
-                       r"|XXX[a-z][a-z0-9_]{0,30}XXX")
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX"
+                       # a driver's sed fills ##Nodes## (round twenty-four: an RCCL test's run1 script
+                       # seds ##Nodes## in run2 before it calls sbatch)
+                       r"|##[A-Za-z][A-Za-z0-9_]{0,62}##")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `*FIXME*`, `CHANGEME`. No sbatch value holds '<' or '>'.
@@ -244,7 +247,13 @@ def placeholder(directive: Directive):
     """The first placeholder in a directive's arguments (not in the comment after an unescaped '#'),
     as a match on directive.text, or None."""
     end = directive.cut_at - 1 if directive.cut_at else len(directive.text)
-    return PLACEHOLDER.search(directive.text, len(MAGIC), end)
+    token = _HASH_TOKEN.match(directive.text, end)
+    return PLACEHOLDER.search(directive.text, len(MAGIC), token.end() if token else end)
+
+
+# `##Nodes##`: its first '#' cuts sbatch's value (the rest is a comment to sbatch), but the file is a
+# template whose driver fills the token in before sbatch reads it.
+_HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
 
 
 def _lookalike_reason(line: str) -> str:

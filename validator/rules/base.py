@@ -164,7 +164,7 @@ def setting_value(assignment) -> str:
 _PROGRAMS = ("torchrun", "bash", "sh", "python", "python3")
 
 
-def _embedded(command):
+def embedded_command(command):
     """A command that another one runs (srun ... torchrun ..., exec bash -c ...), as a Command."""
     from validator.shell import Command
 
@@ -247,7 +247,7 @@ def with_payloads(shell, depth: int = 0):
 
     for command in shell.commands:
         chain = [command]
-        inner = _embedded(command) if command.name in ("srun", "exec", "env", "timeout", "nohup", "numactl") else None
+        inner = embedded_command(command) if command.name in ("srun", "exec", "env", "timeout", "nohup", "numactl") else None
         if inner is not None:
             chain.append(inner)
         for position, current in enumerate(chain):
@@ -264,13 +264,30 @@ def with_payloads(shell, depth: int = 0):
 
 def launcher_commands(shell):
     """torchrun invocations, also as `python -m torch.distributed.run`."""
-    for command, inside in with_payloads(shell):
-        if command.name == "torchrun":
+    for command, _ in with_payloads(shell):
+        if is_launcher(command):
             yield command
-        elif command.name.rsplit("/", 1)[-1].startswith("python"):
-            texts = [a.value for a in command.args[:2]]
-            if texts == ["-m", "torch.distributed.run"]:
-                yield command
+
+
+def is_launcher(command) -> bool:
+    """torchrun, also as `python -m torch.distributed.run`."""
+    if command.name == "torchrun":
+        return True
+    return (command.name.rsplit("/", 1)[-1].startswith("python")
+            and [a.value for a in command.args[:2]] == ["-m", "torch.distributed.run"])
+
+
+def launcher_steps(shell):
+    """(srun, launcher) for each srun that runs torchrun: the srun with only its own options (those
+    before the program), so that a step's own request (`srun --nodes=1 --ntasks=1 --gres=gpu:4
+    torchrun ...`) can be told from the job's."""
+    from validator.shell import Command
+
+    for command, _ in with_payloads(shell):
+        inner = embedded_command(command) if command.name == "srun" else None
+        if inner is not None and is_launcher(inner):
+            own = [a for a in command.args if (a.line, a.col) < (inner.line, inner.col)]
+            yield Command("srun", own, command.line, command.col, False, False), inner
 
 
 # Project functions that take a container image (and its arch) as arguments.

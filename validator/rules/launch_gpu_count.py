@@ -9,12 +9,13 @@ Not reported: SLURM_GPUS_PER_NODE in a job that asks --gpus-per-node=N without a
 is then N on every node); a literal in an --exclusive job that asks no GPU count (the job has every
 GPU of its nodes, whose number the script does not say: the literal is the author's statement of it);
 `${SLURM_GPUS_PER_NODE:-N}` in a job without --gpus-per-node whose per-node request is N (the
-variable is unset there, the default is the right count).
+variable is unset there, the default is the right count); a literal equal to what the srun that
+runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --nproc-per-node 4`).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, non_ascii_number,
-                                  requested_gpus_per_node)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, launcher_steps,
+                                  non_ascii_number, requested_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -42,9 +43,35 @@ def _default_is_the_request(raw: str, name: str, requested) -> bool:
     return found is not None and requested is not None and int(found.group(1)) == requested
 
 
+def _step_gpus(shell) -> dict:
+    """(line, col) of a launcher that an srun runs -> the GPUs that srun asks for its node:
+    `srun --nodes=1 --gres=gpu:4 torchrun ...` (one torchrun per node, each step with its own
+    request; round twenty-four). --gres=gpu[:type]:N, --gpus-per-node=[type:]N, or --gpus=N on one node."""
+    def count(text):
+        return as_int((text or "").rsplit(":", 1)[-1])
+
+    found = {}
+    for srun, launcher in launcher_steps(shell):
+        gpus = None
+        gres = srun.option("--gres")
+        if gres is not None:
+            items = [i for i in (gres.value or "").split(",") if i.split(":", 1)[0] in ("gpu", "gres/gpu")]
+            gpus = (count(items[0]) if ":" in items[0] else 1) if items else None
+        per_node = srun.option("--gpus-per-node")
+        if gpus is None and per_node is not None:
+            gpus = count(per_node.value)
+        total, nodes = srun.option("--gpus", "-G"), srun.option("--nodes", "-N")
+        if gpus is None and total is not None and nodes is not None and nodes.value in ("1", "1-1"):
+            gpus = count(total.value)
+        if gpus is not None:
+            found[(launcher.line, launcher.col)] = gpus
+    return found
+
+
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
+    per_step = _step_gpus(target.script.shell)
     skip = {"SLURM_GPUS_PER_NODE"} if _plain_gpus_per_node(parsed) else set()
     # --ntasks-per-node equal to the GPUs asked per node: SLURM_NTASKS_PER_NODE reads that count
     if requested is not None and as_int(parsed.value("ntasks-per-node")) == requested:
@@ -69,6 +96,6 @@ def check(target):
         if odd:
             yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
-        if literal is not None and literal != requested and not whole_nodes:
+        if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

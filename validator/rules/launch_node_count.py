@@ -6,15 +6,16 @@ src/common/env.c, at slurm-22-05-0-1 through slurm-26-05-1-1) with torchrun star
 and no --nnodes makes N one-node jobs.
 Holds for: every release (22.05-26.05). Defects in any script: torchrun
 without --nnodes (or with --standalone) in a job of several nodes, a literal --nnodes that differs
-from the job's own --nodes, more tasks than nodes beside torchrun. The strict profile's policy (the
+from the job's own --nodes, more tasks than nodes where an srun that sets no task count of its own
+starts torchrun (it starts one torchrun per task). The strict profile's policy (the
 node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no
 --ntasks) is ours; a script that is single-node by design (--nodes=1, torchrun --standalone) keeps
 its literal elsewhere.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, non_ascii_number,
-                                  srun_option)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, launcher_steps,
+                                  non_ascii_number, srun_option)
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -73,7 +74,10 @@ def check(target):
                 and (target.strict or not _fits(word.value, (asked_nodes or "1").split("-")[-1])):
             yield (script.display, word.line, word.col,
                    f"--nnodes={word.value} is hard-coded; use $SLURM_NNODES")
-    if launchers:
+    # the job's --ntasks reaches torchrun only through an srun that sets no task count of its own
+    # (`srun --nodes=1 --ntasks=1 torchrun` per node, or torchrun in the batch shell, starts one each)
+    if target.strict and launchers or any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None
+                                          for srun, _ in launcher_steps(script.shell)):
         nodes = as_int((asked_nodes or "").split("-")[-1])
         for option in script.parsed.get("ntasks"):
             tasks = as_int(option.value)
