@@ -58,6 +58,7 @@ RULE_MODULES = [
     "launch_master_port",
     "launch_rdzv_host",
     "launch_bare_wait",
+    "launch_step_assignment",
     "launch_unset_argument",
     "launch_default_quotes",
     "launch_unset_variable",
