@@ -6,8 +6,9 @@ src/common/env.c, at slurm-22-05-0-1 through slurm-26-05-1-1) with torchrun star
 and no --nnodes makes N one-node jobs.
 Holds for: every release (22.05-26.05). Defects in any script: torchrun
 without --nnodes (or with --standalone) in a job of several nodes, a literal --nnodes that differs
-from the job's own --nodes, more tasks than nodes where an srun that sets no task count of its own
-starts torchrun (it starts one torchrun per task). The strict profile's policy (the
+from the job's own --nodes, more tasks than nodes (or more than one a node: --ntasks-per-node=8)
+where an srun that sets no task count of its own starts torchrun (it starts one torchrun agent per
+task, and each agent starts --nproc-per-node workers). The strict profile's policy (the
 node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no
 --ntasks) is ours; a script that is single-node by design (--nodes=1, torchrun --standalone) keeps
 its literal elsewhere.
@@ -76,11 +77,21 @@ def check(target):
                    f"--nnodes={word.value} is hard-coded; use $SLURM_NNODES")
     # the job's --ntasks reaches torchrun only through an srun that sets no task count of its own
     # (`srun --nodes=1 --ntasks=1 torchrun` per node, or torchrun in the batch shell, starts one each)
-    if target.strict and launchers or any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None
-                                          for srun, _ in launcher_steps(script.shell)):
+    inherits = any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None for srun, _ in launcher_steps(script.shell))
+    if target.strict and launchers or inherits:
         nodes = as_int((asked_nodes or "").split("-")[-1])
         for option in script.parsed.get("ntasks"):
             tasks = as_int(option.value)
             if target.strict or (tasks is not None and tasks > (nodes or 1)):
                 yield (script.display, option.line, option.col,
                        "--ntasks with torchrun fixes the task count; use --ntasks-per-node=1 and let torchrun fan out")
+    # `--ntasks-per-node=8` + `srun torchrun`: eight agents a node for one rendezvous (--standalone
+    # agents are each their own job: copies on purpose)
+    if any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None and not launcher.has_flag("--standalone")
+           for srun, launcher in launcher_steps(script.shell)):
+        for option in script.parsed.get("ntasks-per-node"):
+            per_node = as_int(option.value)
+            if per_node is not None and per_node > 1:
+                yield (script.display, option.line, option.col,
+                       f"--ntasks-per-node={per_node} with srun torchrun: srun starts {per_node} torchrun agents on "
+                       "each node, each fanning out to every GPU; use --ntasks-per-node=1")
