@@ -2,7 +2,9 @@
 
     python3 bench/real_world_pick.py --mirrors /work/.mirror --out DIR [--cap 10] [--seed 28]
 
-Each snapshot is a bare git directory MIRRORS/<owner>+<repo>/repo. A candidate is a file at the
+Each snapshot is a bare git directory MIRRORS/<owner>+<repo>/repo (or a work tree whose git directory
+is MIRRORS/<owner>+<repo>/repo/.git); a snapshot named in --repos that cannot be read is said on
+stderr. A candidate is a file at the
 snapshot's HEAD that has an '#SBATCH -' directive line at the start of a line and a line that launches
 work (srun, mpirun, torchrun, python, a container runtime, ./program ...), is not documentation or
 source of another language (by its suffix), and is under 200 kB. Repositories already judged in
@@ -74,11 +76,19 @@ def main(argv=None) -> int:
     p.add_argument("--repos", nargs="+", help="read only these snapshots (owner/name)")
     args = p.parse_args(argv)
     draw, used, rows = random.Random(args.seed), used_repositories(args.exclude_list), []
-    for git_dir in sorted(args.mirrors.glob("*+*/repo")):
-        repo = git_dir.parent.name.replace("+", "/", 1)
-        head = git(git_dir, "rev-parse", "HEAD").strip()
-        if repo in used or not head or (args.repos and repo not in args.repos):
+    read = set()
+    for snapshot in sorted(args.mirrors.glob("*+*/repo")):
+        repo = snapshot.parent.name.replace("+", "/", 1)
+        # most snapshots are the git directory itself; some arrive as a work tree whose git directory
+        # is repo/.git (round twenty-four): both are read
+        git_dir = snapshot / ".git" if (snapshot / ".git" / "objects").is_dir() else snapshot
+        if repo in used or (args.repos and repo not in args.repos):
             continue
+        head = git(git_dir, "rev-parse", "HEAD").strip()
+        if not head:
+            print(f"{repo}: no HEAD in {git_dir}, not read", file=sys.stderr)
+            continue
+        read.add(repo)
         found = candidates(git_dir, head)
         rows += [(repo, path, head, git_dir) for path in sorted(draw.sample(found, min(args.cap, len(found))))]
     for repo, path, head, git_dir in rows:
@@ -91,6 +101,8 @@ def main(argv=None) -> int:
         for folder in git(git_dir, "ls-tree", "-z", "-r", "-d", "--name-only", head).split("\0"):
             if folder == "logs" or folder.endswith("/logs"):
                 (args.out / repo / folder).mkdir(parents=True, exist_ok=True)
+    for repo in sorted(set(args.repos or ()) - read - used):
+        print(f"{repo}: no snapshot under {args.mirrors}, not read", file=sys.stderr)
     (args.out / "MANIFEST.tsv").write_text("".join(f"{r}\t{p_}\t{h}\n" for r, p_, h, _ in rows), encoding="utf-8")
     print(f"{len(rows)} scripts from {len({r for r, *_ in rows})} repositories", file=sys.stderr)
     return 0
