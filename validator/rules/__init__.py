@@ -69,6 +69,7 @@ RULE_MODULES = [
     "security_xtrace",
     "security_eval",
     "security_secret_echo",
+    "security_literal_secret",
     "security_world_writable",
     "xcheck_directives",
     "xcheck_environment",
