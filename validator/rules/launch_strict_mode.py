@@ -7,7 +7,9 @@ is A policy of our presets, not a defect elsewhere: strict profile only. A per-n
 (hostname, mkdir, curl, nvidia-smi: helper_step of launch-kill-on-bad-exit) is not the job's work:
 its status is not the one to keep, so it is neither the main srun nor a lost one in a pipeline.
 Nor is an srun followed by the job's work run without srun (`apptainer exec IMG run.sh`, mpirun,
-python): the work's status is the job's.
+python): the work's status is the job's. A literal `exit 0` after the last srun or mpirun (with no
+set -e, no `$?` read between) is reported in both profiles: the job ends COMPLETED whatever the step
+did (the batch script's exit status is the job's: bash(1), exit).
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 from validator.rules.launch_kill_on_bad_exit import helper_step
@@ -88,6 +90,11 @@ def _risks(script):
         flags |= f
         options |= o
     errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
+    if not errexit:
+        forced = _forced_success(shell)
+        if forced is not None:
+            yield forced
+            return
     sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
     for command in sruns:
         parent = command.node.parent
@@ -120,6 +127,33 @@ def _risks(script):
         fix = (f"start the script with '#!/bin/{script.interpreter} -e' (or end with 'exit $status' after srun)" if csh
                else "add 'set -e' (or end with 'exit $?' after srun)")
         yield main.line, f"the job's status is that of line {line}, not of this srun; {fix}"
+
+
+_MPI_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi"}
+
+
+def _forced_success(shell):
+    """`mpirun ... wrf.exe` (or the main srun) and then `exit 0` at the top level: the job ends
+    COMPLETED whatever the step did (round twenty-five: a WRF and a WPS job). (line, message) or None."""
+    work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
+            and ((c.name == "srun" and not helper_step(shell, c)) or c.name.rsplit("/", 1)[-1] in _MPI_LAUNCHERS)]
+    if not work:
+        return None
+    main = max(work, key=lambda c: c.node.start_byte)
+    statement = _statement(main.node)
+    if _status_read_next(main.node) or statement.parent is None:
+        return None
+    for node in statement.parent.children:
+        if node.start_byte <= statement.end_byte or node.type in ("comment", "\n", "&", ";", ";;"):
+            continue
+        if b"$?" in node.text:
+            return None  # the status is read on the way
+        if _first_word(node) == "exit":
+            if node.text.split() == [b"exit", b"0"]:
+                return (main.line, f"'exit 0' on line {node.start_point[0] + 1} ends the job COMPLETED whatever this "
+                                   "step did; end with 'exit $?' or add 'set -e'")
+            return None
+    return None
 
 
 def check(target):
