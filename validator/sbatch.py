@@ -189,9 +189,10 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        r"|##[A-Za-z][A-Za-z0-9_]{0,62}##")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
-# `YOUR_ACCOUNT`, `your_own_partition`, `*FIXME*`, `CHANGEME`. No sbatch value holds '<' or '>'.
-PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|\byour_own_\w+|\bYOUR_\w+"
-                         r"|\*?\bFIXME\b\*?|\bCHANGE_?ME\b|\bREPLACE_?ME\b")
+# `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `*FIXME*`, `CHANGEME`,
+# `changeme@gpu` (round twenty-six: the last three unreported). No sbatch value holds '<' or '>'.
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR|your)_\w+"
+                         r"|\*?\bFIXME\b\*?|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")

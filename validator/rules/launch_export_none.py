@@ -30,17 +30,23 @@ _SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", 
                "sacct", "sinfo", "python", "python3", "singularity", "apptainer", "curl", "wget", "git", "time"}
 
 
-def _may_start_steps(shell) -> bool:
+def _may_start_steps(shell, strict: bool = True) -> bool:
     """An MPI or job launcher, another script, or any program or function that is not shell-only
-    work (./run.sh, $EXE, a sourced library's function) may start srun steps; shell-only work may not."""
+    work (./run.sh, $EXE, a sourced library's function) may start srun steps; shell-only work may not.
+    In a script nobody here wrote (strict=False) a program named bare (`bcftools view`, `gmx`) is
+    one process of the batch shell: only launchers, scripts (a path or a .sh name) and programs named
+    by a variable may start steps (round twenty-six: `bcftools view` alone judged false)."""
     for command in shell.commands:
-        name = command.name.rsplit("/", 1)[-1]
+        full = command.name
+        name = full.rsplit("/", 1)[-1]
         if name in _STEP_STARTERS:
             return True
         if name in ("bash", "sh") and any(not (a.value or a.raw).startswith("-") for a in command.args):
             return True  # another script: it may srun
         if name in _SHELL_ONLY or name in ("bash", "sh") or "$" in name[1:]:
             continue  # shell-only work (or a word the parser could not make a command of)
+        if not strict and "/" not in full and "$" not in full and not name.endswith(".sh"):
+            continue  # a program by its bare name: one process of the batch shell
         return True  # a program or a function of a sourced library (job-lib's smoke_stage): it may srun
     return False
 
@@ -56,7 +62,7 @@ def check(target):
     sruns = shell.named("srun")
     if sruns and all(c.has_flag("--export") for c in sruns):
         return
-    if not sruns and not _may_start_steps(shell):
+    if not sruns and not _may_start_steps(shell, target.strict):
         return
     option = script.parsed.get("export")[-1]
     yield (script.display, option.line, option.col,

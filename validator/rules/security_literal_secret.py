@@ -10,7 +10,9 @@ time instead: from a file only the account can read (`export WANDB_API_KEY=$(cat
 Reported: a token of a format its issuer fixes (Hugging Face `hf_...`, GitHub `ghp_...` and
 `github_pat_...`, AWS access key ids `AKIA...`/`ASIA...`, OpenAI `sk-...`, Slack `xox?-...`), a
 literal key given to `wandb login` or `huggingface-cli login --token`, and a literal of 20 or more
-letters and digits assigned to a variable named as a secret (WANDB_API_KEY=505c...). Placeholders
+letters and digits assigned to a variable named as a secret (WANDB_API_KEY=505c...), and any literal
+of six or more characters assigned to a PASSWORD or PASSWD variable (round twenty-six: a download
+portal's password). Placeholders
 (`<your key>`, YOUR_TOKEN, xxxx) are no credential.
 """
 import re
@@ -34,6 +36,8 @@ _FORMATS = re.compile(r"(?<![A-Za-z0-9_])(hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0
 # A key-shaped literal: 20 or more letters, digits, '_' or '-', with at least four of each kind
 _KEY = re.compile(r"[A-Za-z0-9_-]{20,}")
 _PLACEHOLDER = re.compile(r"(?i)your|xxxx|change_?me|replace|example|dummy|<|>|\.\.\.")
+# A password is any literal, not only a key-shaped one (PASSWORD='...' for a download portal)
+_PASSWORD = re.compile(r"(?i)(^|_)(PASSWORD|PASSWD)$")
 _LOGINS = {"wandb": ("login",), "huggingface-cli": ("login",), "hf": ("auth", "login")}
 
 
@@ -75,9 +79,12 @@ def check(target):
                    f"{command.name} {' '.join(sub)} with the key written out: it is stored with the job (sacct "
                    "--batch-script) and in every copy of the file; revoke it and log in once from a login node")
     for assignment in script.shell.assignments:
-        if is_secret(assignment.name) and "$" not in assignment.raw and "`" not in assignment.raw \
-                and _key_shaped(assignment.value) and assignment.line not in seen:
+        literal = "$" not in assignment.raw and "`" not in assignment.raw
+        password = _PASSWORD.search(assignment.name) and assignment.value and len(assignment.value) >= 6 \
+            and not _PLACEHOLDER.search(assignment.value)
+        if is_secret(assignment.name) and literal and (_key_shaped(assignment.value) or password) \
+                and assignment.line not in seen:
             seen.add(assignment.line)
             yield (script.display, assignment.line, assignment.col,
-                   f"{assignment.name} holds a literal key: it is stored with the job (sacct --batch-script) and in "
+                   f"{assignment.name} holds a literal {'password' if password and not _key_shaped(assignment.value) else 'key'}: it is stored with the job (sacct --batch-script) and in "
                    "every copy of the file; revoke it and read it from a file at run time")
