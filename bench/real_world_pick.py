@@ -31,7 +31,7 @@ JUDGED = [ROOT / "docs" / "real-world-judgements.tsv", ROOT / "docs" / "real-wor
           ROOT / "docs" / "real-world-r2-corpus.tsv"]
 # Round nineteen on: a job's output or log (.log, .out, .err) and a README are text that quotes job
 # scripts, not job scripts (rounds seventeen and eighteen drew a notes .log and four READMEs).
-NOT_A_SCRIPT = re.compile(r"\.(md|rst|txt|py|ipynb|html|shtml|yaml|yml|json|j2|jinja|tmpl|tpl|in|tex|c|cpp|f90|go|rs|js|ts"
+NOT_A_SCRIPT = re.compile(r"\.(md|markdown|rst|txt|py|ipynb|html|shtml|yaml|yml|json|j2|jinja|tmpl|tpl|in|tex|c|cpp|f90|go|rs|js|ts"
                           r"|log|out|err)$|(^|/)README[^/]*$", re.I)
 LAUNCHES = re.compile(r"^\s*[^#\n]*\b(srun|mpirun|mpiexec|torchrun|deepspeed|accelerate|python3?|apptainer|"
                       r"singularity|julia|Rscript|\./\S+)\b", re.M)
