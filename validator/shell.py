@@ -309,16 +309,20 @@ def _walk(root, out: ShellScript):
 def unwrap(command: Command) -> Command | None:
     """The command a wrapper runs (`time srun ...`, `timeout 5m srun ...`, `env A=1 srun ...`).
     One pass over the words with an index, no copies: `time time ... srun` costs its length."""
-    if command.name not in WRAPPERS:
+    if command.name.rsplit("/", 1)[-1] not in WRAPPERS:  # also /usr/bin/time (GNU time)
         return None
-    args, wrapper, start, found = command.args, command.name, 0, None
+    args, wrapper, start, found = command.args, command.name.rsplit("/", 1)[-1], 0, None
     while True:
-        skip_duration, word = wrapper == "timeout", None
+        skip_duration, word, valued = wrapper == "timeout", None, False
         for i in range(start, len(args)):
             text = args[i].value
             if text is None:
                 break
+            if valued:  # the value of GNU time's -o FILE / -f FORMAT
+                valued = False
+                continue
             if text.startswith("-") or "=" in text:
+                valued = wrapper == "time" and text in ("-o", "-f", "--output", "--format")
                 continue
             if skip_duration:
                 skip_duration = False
@@ -330,9 +334,9 @@ def unwrap(command: Command) -> Command | None:
         if word is None:
             break
         found = word
-        if args[word].value not in WRAPPERS:  # the wrapped command; a wrapper of a wrapper reads on
+        if args[word].value.rsplit("/", 1)[-1] not in WRAPPERS:  # the wrapped command; a wrapper of a wrapper reads on
             break
-        wrapper, start = args[word].value, word + 1
+        wrapper, start = args[word].value.rsplit("/", 1)[-1], word + 1
     if found is None:
         return None
     arg = args[found]

@@ -7,8 +7,8 @@ is A policy of our presets, not a defect elsewhere: strict profile only. A per-n
 (hostname, mkdir, curl, nvidia-smi: helper_step of launch-kill-on-bad-exit) is not the job's work:
 its status is not the one to keep, so it is neither the main srun nor a lost one in a pipeline.
 Nor is an srun followed by the job's work run without srun (`apptainer exec IMG run.sh`, mpirun,
-python): the work's status is the job's. A literal `exit 0` after the last srun or mpirun (with no
-set -e, no `$?` read between) is reported in both profiles: the job ends COMPLETED whatever the step
+python): the work's status is the job's. A literal `exit 0` after the last srun, mpirun or work run in
+the batch shell (singularity, python; with no set -e, no `$?` read between) is reported in both profiles: the job ends COMPLETED whatever the step
 did (the batch script's exit status is the job's: bash(1), exit).
 """
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
@@ -133,10 +133,12 @@ _MPI_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.
 
 
 def _forced_success(shell):
-    """`mpirun ... wrf.exe` (or the main srun) and then `exit 0` at the top level: the job ends
-    COMPLETED whatever the step did (round twenty-five: a WRF and a WPS job). (line, message) or None."""
+    """`mpirun ... wrf.exe` (or the main srun, or the work run in the batch shell: `singularity exec`,
+    python) and then `exit 0` at the top level: the job ends COMPLETED whatever the step did (round
+    twenty-five: a WRF and a WPS job; round twenty-seven: AlphaFold in singularity). (line, message) or None."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
-            and ((c.name == "srun" and not helper_step(shell, c)) or c.name.rsplit("/", 1)[-1] in _MPI_LAUNCHERS)]
+            and ((c.name == "srun" and not helper_step(shell, c))
+                 or c.name.rsplit("/", 1)[-1] in _MPI_LAUNCHERS | _WORK)]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)
