@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from validator.secrets import redact
+
 SEVERITIES = ("error", "warning", "info")
 
 
@@ -16,6 +18,10 @@ class Finding:
     message: str
     # Unusable input (unreadable, not text, not YAML): exit code 2 instead of 1.
     unusable: bool = field(default=False, compare=False)
+
+    def __post_init__(self):
+        # a message may quote a directive or a command: it never repeats a credential
+        object.__setattr__(self, "message", redact(self.message))
 
     def as_text(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.severity}: {self.message} [{self.rule}]"

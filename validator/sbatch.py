@@ -183,15 +183,17 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
-                       r"|XXX[a-z][a-z0-9_]{0,30}XXX"
-                       # a driver's sed fills ##Nodes## (round twenty-four: an RCCL test's run1 script
-                       # seds ##Nodes## in run2 before it calls sbatch)
-                       r"|##[A-Za-z][A-Za-z0-9_]{0,62}##")
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `*FIXME*`, `CHANGEME`,
 # `changeme@gpu` (round twenty-six: the last three unreported). No sbatch value holds '<' or '>'.
-PLACEHOLDER = re.compile(_TEMPLATE.pattern + r"|<[A-Za-z_][^<>]*>|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR|your)_\w+"
+# `-N ##Nodes##`: a driver's sed fills the token in before sbatch reads the file (round twenty-four: an
+# RCCL test's run1 script seds ##Nodes## in run2). Its first '#' would cut sbatch's value, so it is a
+# placeholder only where it stands as an option's value (placeholder() below); `##TODO##` after a
+# value is a comment.
+HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR|your)_\w+"
                          r"|\*?\bFIXME\b\*?|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
@@ -248,13 +250,21 @@ def placeholder(directive: Directive):
     """The first placeholder in a directive's arguments (not in the comment after an unescaped '#'),
     as a match on directive.text, or None."""
     end = directive.cut_at - 1 if directive.cut_at else len(directive.text)
-    token = _HASH_TOKEN.match(directive.text, end)
+    token = hash_token(directive)
     return PLACEHOLDER.search(directive.text, len(MAGIC), token.end() if token else end)
 
 
-# `##Nodes##`: its first '#' cuts sbatch's value (the rest is a comment to sbatch), but the file is a
-# template whose driver fills the token in before sbatch reads it.
-_HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
+def hash_token(directive: Directive):
+    """A `##Name##` token where the directive's value begins (`-N ##Nodes##`, `--nodes=##Nodes##`):
+    the match on directive.text, or None (also for a `##TODO##` comment after a value)."""
+    if not directive.cut_at:
+        return None
+    end = directive.cut_at - 1
+    before = directive.text[len(MAGIC):end].split()
+    last = before[-1] if before else ""
+    if not last.startswith("-") or ("=" in last and not last.endswith("=")):
+        return None
+    return HASH_TOKEN.match(directive.text, end)
 
 
 def _lookalike_reason(line: str) -> str:

@@ -21,6 +21,13 @@ MAX_DEPTH = 400
 _DEFAULT = re.compile(r"^\$\{(\w+):?[-=]([^}]*)\}$")
 # Commands that run another command: `time srun ...` is an srun for every rule.
 WRAPPERS = {"time", "timeout", "exec", "nohup", "command", "env", "numactl", "stdbuf", "nice", "taskset"}
+# Their options that take the next word as a value (time(1), timeout(1), env(1), nice(1), stdbuf(1),
+# numactl(8), GNU coreutils and numactl's man pages): `timeout -s KILL 10m srun`, `env -u FOO srun`
+_WRAPPER_VALUED = {"time": {"-o", "-f", "--output", "--format"}, "timeout": {"-s", "--signal", "-k", "--kill-after"},
+                   "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}, "nice": {"-n", "--adjustment"},
+                   "stdbuf": {"-i", "-o", "-e"}, "numactl": {"-C", "-N", "-m", "-p", "-i", "--physcpubind",
+                                                            "--cpunodebind", "--membind", "--preferred", "--interleave"},
+                   "exec": {"-a"}}
 
 
 @lru_cache(maxsize=1)
@@ -315,14 +322,14 @@ def unwrap(command: Command) -> Command | None:
     while True:
         skip_duration, word, valued = wrapper == "timeout", None, False
         for i in range(start, len(args)):
+            if valued:  # the value of an option that takes one (`-o "$DIR/time.txt"`)
+                valued = False
+                continue
             text = args[i].value
             if text is None:
                 break
-            if valued:  # the value of GNU time's -o FILE / -f FORMAT
-                valued = False
-                continue
             if text.startswith("-") or "=" in text:
-                valued = wrapper == "time" and text in ("-o", "-f", "--output", "--format")
+                valued = text in _WRAPPER_VALUED.get(wrapper, ())
                 continue
             if skip_duration:
                 skip_duration = False

@@ -52,12 +52,6 @@ def _closest(option) -> str:
 
 
 TOPOLOGY_PREFIXES = ("NCCL_", "UCX_", "TORCH_", "CUDA_", "SHARP_")
-# A secret is what a variable holds, and a name says what it holds in its last word: HF_TOKEN,
-# WANDB_API_KEY, AWS_SECRET_ACCESS_KEY, ENROOT_PASSWORD hold one; MAX_NEW_TOKENS, TOKENIZER, a
-# TOKEN_FILE or PASSWORD_PATH (where one is kept) and a training setting named after tokens
-# (DRGRPO_TOKEN_PRIMARY, round twenty: 3 of 3 judged false) do not.
-_SECRET = re.compile(r"(^|_)(API_?KEY|ACCESS_KEY|SECRET_?KEY|PRIVATE_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|"
-                     r"CREDENTIALS?)$", re.IGNORECASE)
 
 # A batch script that every launch rule leaves alone: the GOOD example they share.
 GOOD_BATCH = """#!/bin/bash
@@ -138,10 +132,6 @@ def exclusive_nodes(parsed) -> bool:
     still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at
     slurm-26-05-1-1)."""
     return any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive"))
-
-
-def is_secret(name: str) -> bool:
-    return bool(_SECRET.search(name))
 
 
 def manifest_of(target):

@@ -103,15 +103,21 @@ def _printed(expansion) -> bool:
     return called is not None and called.text.decode("utf-8", "replace") in _PRINTS
 
 
-def _printed_in_heredoc(expansion, lines: list[str]) -> bool:
+def _printed_in_heredoc(expansion, lines: list[bytes]) -> bool:
     """The expansion sits in an unquoted heredoc (a script the job writes for its steps) on a line
-    that is an echo or printf of that script: the batch shell's value lands in a log line only
-    (round twenty-six: `echo "Task \${SLURM_PROCID}: RANK=${SLURM_PROCID}"` beside the escaped
-    `export RANK=\$SLURM_PROCID` that the training reads)."""
+    that is an echo or printf of that script, with nothing before it that starts another command
+    (`;`, `&&`, `||`, `|`, `$(`): the batch shell's value lands in a log line only (round twenty-six:
+    `echo "Task \${SLURM_PROCID}: RANK=${SLURM_PROCID}"` beside the escaped `export RANK=\$SLURM_PROCID`
+    that the training reads). `lines` are the script's bytes split at newlines, as tree-sitter counts."""
     if _enclosing(expansion.node, ("heredoc_body",)) is None or not 0 < expansion.line <= len(lines):
         return False
-    words = lines[expansion.line - 1].split(None, 1)
-    return bool(words) and words[0] in _PRINTS
+    line = lines[expansion.line - 1].decode("utf-8", "replace")
+    before = line[:max(0, expansion.col - 1)]
+    words = before.split(None, 1)
+    return bool(words) and words[0] in _PRINTS and not _NEW_COMMAND.search(before)
+
+
+_NEW_COMMAND = re.compile(r";|&&|\|\||\||\$\(|`")
 
 
 def _assigned_to(node) -> str | None:
@@ -140,7 +146,7 @@ def check(target):
     # the c10d rendezvous named in the script's code (a comment does not count)
     c10d = any(_C10D.search(line.split("#", 1)[0]) for line in data.decode("utf-8", "replace").splitlines()
                if not line.lstrip().startswith("#"))
-    candidates, seen = [], {}
+    candidates, seen, lines = [], {}, data.split(b"\n")
     for expansion in script.shell.expansions:
         if expansion.name not in PER_TASK:
             continue
@@ -150,7 +156,7 @@ def check(target):
             continue
         if _assigned_to(expansion.node) == "CUDA_VISIBLE_DEVICES" and _gpus_bound_per_task(parsed):
             continue
-        if not target.strict and (_printed(expansion) or _printed_in_heredoc(expansion, script.lines)):
+        if not target.strict and (_printed(expansion) or _printed_in_heredoc(expansion, lines)):
             continue
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}

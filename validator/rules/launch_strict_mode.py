@@ -7,10 +7,13 @@ is A policy of our presets, not a defect elsewhere: strict profile only. A per-n
 (hostname, mkdir, curl, nvidia-smi: helper_step of launch-kill-on-bad-exit) is not the job's work:
 its status is not the one to keep, so it is neither the main srun nor a lost one in a pipeline.
 Nor is an srun followed by the job's work run without srun (`apptainer exec IMG run.sh`, mpirun,
-python): the work's status is the job's. A literal `exit 0` after the last srun, mpirun or work run in
-the batch shell (singularity, python; with no set -e, no `$?` read between) is reported in both profiles: the job ends COMPLETED whatever the step
-did (the batch script's exit status is the job's: bash(1), exit).
+python): the work's status is the job's. The default profile also reports a literal `exit 0` after the last srun, mpirun or work
+run in the batch shell (singularity, python; with no set -e, no `$?` read, no other exit or work
+between): the job ends COMPLETED whatever the step did (the batch script's exit status is the job's:
+bash(1), exit); the strict profile asks for set -e before the first srun instead.
 """
+import re
+
 from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
 from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
@@ -90,17 +93,17 @@ def _risks(script):
         flags |= f
         options |= o
     errexit, pipefail = "e" in flags or "errexit" in options, "pipefail" in options
-    if not errexit:
-        forced = _forced_success(shell)
-        if forced is not None:
-            yield forced
-            return
+    forced = None if errexit else _forced_success(shell)
+    if forced is not None:
+        yield forced
     sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
     for command in sruns:
         parent = command.node.parent
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
                                 "last command's (tee), a failed srun passes unnoticed"
+    if forced is not None:
+        return  # the status is lost at the `exit 0`: said once
     foreground = [c for c in sruns if not _backgrounded(c.node)]  # wait collects the others
     if not foreground and not errexit:
         # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
@@ -148,14 +151,19 @@ def _forced_success(shell):
     for node in statement.parent.children:
         if node.start_byte <= statement.end_byte or node.type in ("comment", "\n", "&", ";", ";;"):
             continue
-        if b"$?" in node.text:
-            return None  # the status is read on the way
         if _first_word(node) == "exit":
             if node.text.split() == [b"exit", b"0"]:
                 return (main.line, f"'exit 0' on line {node.start_point[0] + 1} ends the job COMPLETED whatever this "
                                    "step did; end with 'exit $?' or add 'set -e'")
             return None
+        if b"$?" in node.text or _EXIT_OR_WORK.search(node.text):
+            return None  # the status is read, the job may exit otherwise, or more work runs (`if ! srun ...`)
     return None
+
+
+# A statement between the work and `exit 0` that may end the job otherwise or run the real step:
+# `[ -f wrfout ] || exit 1`, `if ! srun ...; then exit 1; fi`, `srun ... & wait`
+_EXIT_OR_WORK = re.compile(rb"(?<![\w.-])(exit|srun|wait|" + b"|".join(re.escape(w.encode()) for w in sorted(_WORK | _MPI_LAUNCHERS)) + rb")(?![\w.-])")
 
 
 def check(target):

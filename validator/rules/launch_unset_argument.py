@@ -51,18 +51,21 @@ def check(target):
 
 # Where an argument is compared with a value, it is a switch the script means to work without:
 # `if [ "$1" = "convert" ]` takes the other branch when it is absent, but set -u stops the job there.
-_TESTS = {"test_command", "case_statement"}
-
-
 def _tested(node) -> bool:
-    """The expansion is an operand of [ ], [[ ]] or test, or the word a case statement matches."""
-    while node is not None and node.type not in ("program", "function_definition"):
-        if node.type in _TESTS or (node.type == "command" and node.child_by_field_name("name") is not None
-                                   and node.child_by_field_name("name").text in (b"test", b"[")):
+    """The expansion is an operand of [ ], [[ ]], (( )) or test, or the word a case statement
+    matches (not a command inside one of its branches)."""
+    child = node
+    while node is not None and node.type not in ("program", "function_definition", "case_item"):
+        if node.type in ("test_command", "arithmetic_expansion"):
             return True
-        if node.type in ("if_statement", "while_statement", "compound_statement", "for_statement"):
-            return False
-        node = node.parent
+        if node.type == "compound_statement" and node.text.startswith(b"(("):  # (( $1 > 3 ))
+            return True
+        if node.type == "case_statement":
+            return node.child_by_field_name("value") == child
+        if node.type == "command":
+            name = node.child_by_field_name("name")
+            return name is not None and name.text in (b"test", b"[")
+        child, node = node, node.parent
     return False
 
 

@@ -90,13 +90,16 @@ def _free_text(parsed, line: int) -> bool:
 
 
 def _engine_only(parsed, line: int) -> bool:
-    """Every placeholder of the directive is a template engine's ({{ }}, {% %}, @[X], @X@)."""
-    from validator.sbatch import PLACEHOLDER, TEMPLATE
+    """Every placeholder of the directive is a template engine's ({{ }}, {% %}, @[X], @X@) or a
+    driver's `##Name##` token in the value's place."""
+    from validator.sbatch import HASH_TOKEN, PLACEHOLDER, TEMPLATE, hash_token
     directive = next((d for d in parsed.directives if d.line == line), None)
     if directive is None:
         return False
-    found = [m.group(0) for m in PLACEHOLDER.finditer(directive.text)]
-    return bool(found) and all(TEMPLATE.fullmatch(text) for text in found)
+    token = hash_token(directive)
+    end = token.end() if token else (directive.cut_at - 1 if directive.cut_at else len(directive.text))
+    found = [m.group(0) for m in PLACEHOLDER.finditer(directive.text, 0, end)]
+    return bool(found) and all(TEMPLATE.fullmatch(text) or HASH_TOKEN.fullmatch(text) for text in found)
 
 
 # `--nodes=NODES`, `--ntasks-per-node=RPN`, `--time=WTIME`: a bare capitalised name where a count, a

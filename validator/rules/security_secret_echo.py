@@ -7,7 +7,7 @@ every Slurm release (no Slurm behaviour involved). Only what reaches the job's s
 inside a function whose every call is captured by `$( )` (a function returning the token) prints
 nothing into the log. A pipe into tee, or a redirection to the terminal's streams, still does.
 """
-from validator.rules.base import is_secret
+from validator.secrets import is_secret
 ID = "security-secret-echo"
 SEVERITY = "error"
 SCOPE = "script"

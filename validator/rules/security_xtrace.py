@@ -3,7 +3,8 @@
 Premise: set -x prints every command with its expanded values to stderr, the job log (bash(1)).
 Holds for: every Slurm release (no Slurm behaviour involved).
 """
-from validator.rules.base import is_secret, sourced_shells
+from validator.rules.base import sourced_shells
+from validator.secrets import is_secret
 ID = "security-xtrace"
 SEVERITY = "error"
 SCOPE = "script"
