@@ -85,10 +85,10 @@ def main(argv=None) -> int:
         if repo in used or (args.repos and repo not in args.repos):
             continue
         head = git(git_dir, "rev-parse", "HEAD").strip()
+        read.add(repo)  # found: said once, here or not at all
         if not head:
             print(f"{repo}: no HEAD in {git_dir}, not read", file=sys.stderr)
             continue
-        read.add(repo)
         found = candidates(git_dir, head)
         rows += [(repo, path, head, git_dir) for path in sorted(draw.sample(found, min(args.cap, len(found))))]
     for repo, path, head, git_dir in rows:

@@ -171,6 +171,15 @@ def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bo
     return tokens, cut, False
 
 
+# Variables that slurmd sets for every batch job, whatever the job asked for: env_array_for_batch_job()
+# in src/common/env.c (slurm-22-05-0-1 and slurm-26-05-3-1, the same unconditional calls). Inside
+# the job none of them is ever empty: a test or a default on one says what its author meant
+# (shellcheck's SC2070, launch-default-quotes).
+ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
+                                     "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_PARTITION",
+                                     "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
+
+
 # A template engine's placeholder, filled in by a tool before sbatch: Jinja's {{ x }} and {% %},
 # atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@, Python's str.format and
 # f-strings ({n_gpus}, {n_gpus*100_000}: a program's lower-case names; not ${VAR}, a shell variable

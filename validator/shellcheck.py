@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from validator.findings import Finding, InternalFailure
+from validator.sbatch import ALWAYS_SET_IN_BATCH_JOB
 
 _LEVELS = {"error": "error", "warning": "warning", "info": "info", "style": "info"}
 OPTIONAL_CHECKS = "check-set-e-suppressed,check-extra-masked-returns"
@@ -107,13 +108,6 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
 
-# Variables that slurmd sets for every batch job, whatever the job asked for: env_array_for_batch_job()
-# in src/common/env.c (slurm-22-05-0-1 and slurm-26-05-3-1, the same unconditional calls). SC2070
-# (`[ -n $X ]` is true when X is empty) cannot change the job's path when X is one of these: inside
-# the job it is never empty, so the test says what its author meant.
-ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
-                                     "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_PARTITION",
-                                     "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
 _N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")
 
 

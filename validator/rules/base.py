@@ -112,7 +112,7 @@ def requested_gpus_per_node(parsed) -> int | None:
     for option in parsed.get("gres"):
         for item in (option.value or "").split(","):
             if item.split(":", 1)[0] in ("gpu", "gres/gpu"):
-                return count(item) if ":" in item else 1
+                return gres_gpus(item)
     per_task, tasks = count(parsed.value("gpus-per-task")), as_int(parsed.value("ntasks-per-node"))
     total, nodes = as_int(parsed.value("ntasks")), as_int(parsed.value("nodes"))
     if per_task is not None and tasks is None:
@@ -125,6 +125,16 @@ def requested_gpus_per_node(parsed) -> int | None:
     if one_node and parsed.value("gpus"):
         return count(parsed.value("gpus"))
     return None
+
+
+def gres_gpus(item: str) -> int | None:
+    """The count of one --gres item: gpu:4 and gpu:a100:4 are 4; gpu and gpu:a100 (a type, no count)
+    are 1 (sbatch.1 at slurm-26-05-1-1, --gres: "The count is the number of those resources with a
+    default value of 1"); None when the count is not a number."""
+    parts = item.split(":")
+    if len(parts) == 1 or (len(parts) == 2 and not parts[1][:1].isdigit()):
+        return 1
+    return as_int(parts[-1])
 
 
 def exclusive_nodes(parsed) -> bool:

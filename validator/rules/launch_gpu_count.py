@@ -14,8 +14,8 @@ runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --npr
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, launcher_steps,
-                                  non_ascii_number, requested_gpus_per_node)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, gres_gpus, launcher_commands,
+                                  launcher_steps, non_ascii_number, requested_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -56,7 +56,7 @@ def _step_gpus(shell) -> dict:
         gres = srun.option("--gres")
         if gres is not None:
             items = [i for i in (gres.value or "").split(",") if i.split(":", 1)[0] in ("gpu", "gres/gpu")]
-            gpus = (count(items[0]) if ":" in items[0] else 1) if items else None
+            gpus = gres_gpus(items[0]) if items else None
         per_node = srun.option("--gpus-per-node")
         if gpus is None and per_node is not None:
             gpus = count(per_node.value)

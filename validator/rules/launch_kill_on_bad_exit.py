@@ -223,6 +223,8 @@ _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "de
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor"
                             r"|setup|config|configure|prepare|venv)"
                             r"([-_][\w-]*)?\.sh$")
+# A script name that says it runs the job's work, whatever helper word it also holds
+_WORK_SCRIPT = re.compile(r"(?i)(^|[-_])(train|training|run|launch|main|submit|job|exec|solve|simulate)([-_.]|$)")
 # OpenFOAM's applications run as one serial process unless given -parallel (then they are MPI ranks
 # of one decomposed case: the OpenFOAM User Guide, "Running applications in parallel": `mpirun -np N
 # foamApp -parallel`). In the source: argList's constructor starts MPI (parRunControl_.runPar, which
@@ -297,7 +299,8 @@ def _helper_script(raw: str) -> bool:
     named = re.fullmatch(r"\$\{?(\w{1,128})\}?", base)  # ${GRACE_POWER_SCRIPT}: the variable's name says
     if named:
         return bool(_HELPER_VARIABLE.search(named.group(1)))
-    return len(base) <= 255 and bool(_HELPER_SCRIPT.search(base))  # a file name is at most 255 bytes
+    # a file name is at most 255 bytes; `setup_and_train.sh`, `run_config.sh` name the job's work
+    return len(base) <= 255 and bool(_HELPER_SCRIPT.search(base)) and not _WORK_SCRIPT.search(base)
 
 
 # A per-node check or monitor module or variable by its name: mountcheck, healthcheck, power monitor.

@@ -52,6 +52,12 @@ def _fits(nnodes: str, job_nodes: str) -> bool:
     return (as_int(low) or 0) <= count <= (as_int(high) or 0)
 
 
+def _one_worker(launcher) -> bool:
+    """`--nproc-per-node 1`: each agent starts one worker (one agent per task is then the design)."""
+    nproc = launcher.option("--nproc-per-node", "--nproc_per_node")
+    return nproc is not None and nproc.value == "1"
+
+
 def check(target):
     script = target.script
     if script.in_preset:
@@ -78,7 +84,7 @@ def check(target):
     # the job's --ntasks reaches torchrun only through an srun that sets no task count of its own
     # (`srun --nodes=1 --ntasks=1 torchrun` per node, or torchrun in the batch shell, starts one each)
     inherits = any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None for srun, _ in launcher_steps(script.shell))
-    if target.strict and launchers or inherits:
+    if (target.strict and launchers) or inherits:
         nodes = as_int((asked_nodes or "").split("-")[-1])
         for option in script.parsed.get("ntasks"):
             tasks = as_int(option.value)
@@ -88,7 +94,7 @@ def check(target):
     # `--ntasks-per-node=8` + `srun torchrun`: eight agents a node for one rendezvous (--standalone
     # agents are each their own job: copies on purpose)
     if any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None and not launcher.has_flag("--standalone")
-           for srun, launcher in launcher_steps(script.shell)):
+           and not _one_worker(launcher) for srun, launcher in launcher_steps(script.shell)):
         for option in script.parsed.get("ntasks-per-node"):
             per_node = as_int(option.value)
             if per_node is not None and per_node > 1:

@@ -16,6 +16,8 @@ Not reported where node 0's value does no harm:
   Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
 - the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
   or exported in a script whose launcher uses the c10d rendezvous);
+- the expansion is inside a function the script exports (`export -f run_node`, run by
+  `srun bash -c run_node`): each task runs the function and expands its own value;
 - in a script nobody here wrote (the default profile), the value is printed directly by echo or
   printf, also on an echo line of a heredoc the job writes for its steps: a line of the log, not the
   job's work (round twenty: a sanity print of $SLURM_NODEID judged false; round twenty-six: 4 of 4 on
@@ -120,6 +122,22 @@ def _printed_in_heredoc(expansion, lines: list[bytes]) -> bool:
 _NEW_COMMAND = re.compile(r";|&&|\|\||\||\$\(|`")
 
 
+_EXPORT_FUNCTIONS = re.compile(rb"^[ \t]*(?:export[ \t]+-f|(?:declare|typeset)[ \t]+-(?:[a-z]*f[a-z]*x|[a-z]*x[a-z]*f))"
+                               rb"[a-z]*((?:[ \t]+[A-Za-z_][\w-]*)+)", re.M)
+
+
+def _exported_functions(data: bytes) -> set:
+    """Functions the script exports (`export -f run_node`, `declare -fx run_node`): a step runs them
+    (`srun bash -c run_node`), so each task expands what is inside them itself (round twenty-eight)."""
+    return {name.decode() for match in _EXPORT_FUNCTIONS.finditer(data) for name in match.group(1).split()}
+
+
+def _in_exported_function(node, exported: set) -> bool:
+    function = _enclosing(node, ("function_definition",))
+    name = function.child_by_field_name("name") if function is not None else None
+    return name is not None and name.text.decode("utf-8", "replace") in exported
+
+
 def _assigned_to(node) -> str | None:
     """X when the expansion is the whole value of X=$SLURM_PROCID (or export X=...)."""
     parent = node.parent if node is not None else None
@@ -147,6 +165,7 @@ def check(target):
     c10d = any(_C10D.search(line.split("#", 1)[0]) for line in data.decode("utf-8", "replace").splitlines()
                if not line.lstrip().startswith("#"))
     candidates, seen, lines = [], {}, data.split(b"\n")
+    exported_functions = _exported_functions(data)
     for expansion in script.shell.expansions:
         if expansion.name not in PER_TASK:
             continue
@@ -158,6 +177,8 @@ def check(target):
             continue
         if not target.strict and (_printed(expansion) or _printed_in_heredoc(expansion, lines)):
             continue
+        if exported_functions and _in_exported_function(expansion.node, exported_functions):
+            continue  # run by the step (`srun bash -c run_node`): each task expands its own value
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d

@@ -11,9 +11,11 @@ a tool renders the file before sbatch and nobody submits it as it is: not report
 script is the one to validate). So are bare capitalised tokens where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file: a generator's sed fills them in.
 A variable in --mail-user is reported only where the script sets --mail-type: slurmctld sends a
-job's mail only for the events in its mail_type, none by default (`job_ptr->mail_type & MAIL_JOB_END`
-and the like before every mail_job_info() call in src/slurmctld/job_mgr.c and agent.c at
-slurm-22-05-0-1 and slurm-26-05-1-1; sbatch.1: "state changes as defined by --mail-type").
+job's mail only for the events in its mail_type, none by default (mail_job_info() is defined in
+src/slurmctld/agent.c; every call of it, in job_mgr.c, node_scheduler.c and the burst-buffer code,
+is under a test such as `job_ptr->mail_type & MAIL_JOB_END`, at slurm-22-05-0-1 and
+slurm-26-05-1-1; sbatch.1: "state changes as defined by --mail-type"). A --mail-type given on the sbatch command line is not in the
+script: a wrapper that passes it makes the finding true and unreported.
 Holds for: 22.05-26.05.
 """
 import re
