@@ -192,7 +192,10 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
-                       r"|XXX[a-z][a-z0-9_]{0,30}XXX")
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX"
+                       # a tool's own bracketed tokens, filled by its Python before sbatch (round
+                       # thirty-three: a Ray autoscaler's [_DEPLOY_HEAD_CPUS_], [_PY_ADD_SLURM_CMD_])
+                       r"|\[_[A-Z][A-Z0-9_]{0,62}_\]")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `*FIXME*`, `CHANGEME`,

@@ -33,8 +33,10 @@ def option_check(problems: tuple[str, ...]):
 
 # Options Slurm itself had and removed, with the release that removed them and what replaced them.
 # --share: "Remove --share option from salloc/sbatch/srun. Deprecated since 16.05." (SchedMD commit
-# f4e4fb15d8, first in slurm-19-05-0-0rc1).
-REMOVED_OPTIONS = {"share": ("19.05", "oversubscribe")}
+# f4e4fb15d8, first in slurm-19-05-0-0rc1). --workdir: "Remove --workdir option from sbatch.
+# Deprecated since before 17.11." (9118a41e13, first in slurm-19-05-0-0rc1; slurm-18-08-0-1's
+# src/sbatch/opt.c maps both chdir and workdir to 'D'; round thirty-one: four scripts of 2018).
+REMOVED_OPTIONS = {"share": ("19.05", "oversubscribe"), "workdir": ("19.05", "chdir")}
 
 
 def _closest(option) -> str:

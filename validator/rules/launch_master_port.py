@@ -16,7 +16,7 @@ Holds for: every release (22.05-26.05).
 import re
 
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, is_decimal, launcher_commands,
-                                  manifest_of, non_ascii_number, requested_gpus_per_node)
+                                  manifest_of, non_ascii_number, requested_gpus_per_node, srun_option)
 
 ID = "launch-master-port"
 SEVERITY = "error"
@@ -88,10 +88,15 @@ def check(target):
     yield from found
     if whole:
         return
+    # the lines of elastic launchers (a c10d rendezvous): their --master-port is never read
+    elastic = {n for c in launcher_commands(script.shell) if _elastic(c, script.shell) and c.node is not None
+               for n in range(c.node.start_point[0] + 1, c.node.end_point[0] + 2)}
     for number, line in enumerate(script.parsed.lines, start=1):
         if line.lstrip().startswith("#") or number in reported:
             continue
         for match in _TEXT.finditer(line):
+            if number in elastic and "rdzv" not in match.group(0):
+                continue
             if match.group(1) == "0" and _LOCAL_ANY_PORT.search(line[max(0, match.start(1) - 12):match.end(1)]):
                 continue
             yield (script.display, number, match.start(1) + 1, _judge(match.group(1)))
@@ -108,19 +113,41 @@ def _literal_port(value):
     return non_ascii_number(value)
 
 
+def _elastic(command, shell) -> bool:
+    """torchrun with a rendezvous backend other than static (c10d, etcd), also given through an array
+    (`torchrun ${DISTRIBUTED_ARGS[@]}`): its --master-port is never read ("master_port is only used
+    for the static rendezvous backend, not c10d": get_rdzv_endpoint() in torch/distributed/run.py,
+    torch 2.13.0; round thirty-two: --master_port beside a c10d endpoint)."""
+    backend = srun_option(shell, command, "--rdzv-backend", "--rdzv_backend")
+    return backend is not None and backend.value not in (None, "", "static")
+
+
+_AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
+
+
 def _findings(script):
-    used = {e.name for e in script.shell.expansions}
-    for a in script.shell.assignments:
+    shell = script.shell
+    launchers = list(launcher_commands(shell))
+    # $MASTER_PORT read only as the --master-port of launchers that are all elastic: never used
+    reads = [e for e in shell.expansions if e.name == "MASTER_PORT"]
+    unread = bool(reads) and bool(launchers) and all(_elastic(c, shell) for c in launchers) and all(
+        _AS_MASTER_PORT.search(script.lines[e.line - 1][:max(0, e.col - 1)]) for e in reads
+        if 0 < e.line <= len(script.lines))
+    used = {e.name for e in shell.expansions}
+    for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
-        if a.name == "MASTER_PORT" and message and (a.exported or a.name in used):
+        if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)):
             yield (script.display, a.line, a.col, message)
-    for command in launcher_commands(script.shell):
+    for command in launchers:
+        if _elastic(command, shell):
+            continue
         for option in ("--master-port", "--master_port"):
             word = command.option(option)
             message = _literal_port(word.value) if word is not None else None
             if message:
                 yield (script.display, word.line, word.col, message)
+    for command in launchers:
         word = command.option("--rdzv-endpoint", "--rdzv_endpoint")
         if word is not None and word.value and _PORT.search(word.value) and not _LOCAL_ANY_PORT.match(word.value):
             yield (script.display, word.line, word.col, _judge(_PORT.search(word.value).group(1)))
