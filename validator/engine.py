@@ -284,7 +284,7 @@ def _above_embedded_script(finding: Finding, script) -> bool:
 # A template engine's placeholder in the body (`osu-{{ osu_version }}/osu_latency`, a tool's
 # `[_PY_ADD_SLURM_CMD_]` line): a tool renders the line before bash sees it; shellcheck's reading of
 # the braces or brackets is about the unrendered text.
-_BODY_PLACEHOLDER = re.compile(r"\{\{\s*[A-Za-z_][^{}\n]{0,200}\}\}|\{%[^\n]{0,200}?%\}|\[_[A-Z][A-Z0-9_]{0,62}_\]")
+_BODY_PLACEHOLDER = re.compile(r"\{\{\s*[A-Za-z_][^{}\n]{0,200}\}\}|\{%[^\n]{0,200}?%\}|" + sbatch.BRACKET_TOKEN.pattern)
 
 
 def _placeholder_line(finding: Finding, script) -> bool:

@@ -180,6 +180,11 @@ ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_N
                                      "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
 
 
+# A tool's own bracketed token, filled by its Python before sbatch (round thirty-three: a Ray
+# autoscaler's [_DEPLOY_HEAD_CPUS_], a [_PY_ADD_SLURM_CMD_] line), in directives and in the body.
+BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
+
+
 # A template engine's placeholder, filled in by a tool before sbatch: Jinja's {{ x }} and {% %},
 # atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@, Python's str.format and
 # f-strings ({n_gpus}, {n_gpus*100_000}: a program's lower-case names; not ${VAR}, a shell variable
@@ -192,10 +197,7 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
-                       r"|XXX[a-z][a-z0-9_]{0,30}XXX"
-                       # a tool's own bracketed tokens, filled by its Python before sbatch (round
-                       # thirty-three: a Ray autoscaler's [_DEPLOY_HEAD_CPUS_], [_PY_ADD_SLURM_CMD_])
-                       r"|\[_[A-Z][A-Z0-9_]{0,62}_\]")
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX|" + BRACKET_TOKEN.pattern)
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `*FIXME*`, `CHANGEME`,

@@ -103,33 +103,57 @@ def as_int(text: str | None, digits: int = 18) -> int | None:
 
 
 def requested_gpus_per_node(parsed) -> int | None:
-    """The GPU count each node gets from the directives: --gpus-per-node=[type:]N,
-    --gres=gpu[:type]:N, --gpus-per-task=N times --ntasks-per-node (or --ntasks over --nodes when it
-    divides evenly: Slurm spreads the tasks one node's share each; a job of one task has one node),
-    or --gpus=N on one node."""
+    """The GPU count each node gets from the directives (gpus_per_node)."""
+    return gpus_per_node(lambda name: [option.value for option in parsed.get(name)])
+
+
+# srun's spelling of the options gpus_per_node reads (srun.1): a step's own request
+_STEP_OPTIONS = {"gpus-per-node": ("--gpus-per-node",), "gres": ("--gres",), "gpus-per-task": ("--gpus-per-task",),
+                 "ntasks-per-node": ("--ntasks-per-node",), "ntasks": ("--ntasks", "-n"), "nodes": ("--nodes", "-N"),
+                 "gpus": ("--gpus", "-G")}
+
+
+def step_gpus_per_node(srun) -> int | None:
+    """The GPU count each node of a step gets from the srun's own options (`srun --nodes=1
+    --gres=gpu:4 torchrun ...`), read as the directives are; None when the step asks none itself."""
+    def values(name):
+        word = srun.option(*_STEP_OPTIONS[name])
+        return [word.value] if word is not None else []
+    return gpus_per_node(values)
+
+
+def gpus_per_node(values) -> int | None:
+    """The GPU count each node gets from a request, `values(name)` giving an option's values in the
+    order written: --gpus-per-node=[type:]N, --gres=gpu[:type]:N, --gpus-per-task=N times
+    --ntasks-per-node (or --ntasks over --nodes when it divides evenly: Slurm spreads the tasks one
+    node's share each; a job of one task has one node), or --gpus=N on one node."""
     def count(text):
         return as_int((text or "").rsplit(":", 1)[-1])
-    for option in parsed.get("gpus-per-node"):
-        return count(option.value)
-    for option in parsed.get("gres"):
-        for item in (option.value or "").split(","):
+
+    def last(name):
+        found = values(name)
+        return found[-1] if found else None
+    for value in values("gpus-per-node"):
+        return count(value)
+    for value in values("gres"):
+        for item in (value or "").split(","):
             if item.split(":", 1)[0] in ("gpu", "gres/gpu"):
-                return gres_gpus(item)
-    per_task, tasks = count(parsed.value("gpus-per-task")), as_int(parsed.value("ntasks-per-node"))
-    total, nodes = as_int(parsed.value("ntasks")), as_int(parsed.value("nodes"))
+                return _gres_gpus(item)
+    per_task, tasks = count(last("gpus-per-task")), as_int(last("ntasks-per-node"))
+    total, nodes = as_int(last("ntasks")), as_int(last("nodes"))
     if per_task is not None and tasks is None:
         tasks = total // nodes if total and nodes and total % nodes == 0 else None
         if tasks is None and total == 1 and nodes is None:
             tasks = 1  # one task runs on one node: its GPUs are that node's
     if per_task is not None and tasks is not None:
         return per_task * tasks
-    one_node = parsed.value("nodes") in ("1", "1-1") or (nodes is None and total == 1)
-    if one_node and parsed.value("gpus"):
-        return count(parsed.value("gpus"))
+    one_node = last("nodes") in ("1", "1-1") or (nodes is None and total == 1)
+    if one_node and last("gpus"):
+        return count(last("gpus"))
     return None
 
 
-def gres_gpus(item: str) -> int | None:
+def _gres_gpus(item: str) -> int | None:
     """The count of one --gres item: gpu:4 and gpu:a100:4 are 4; gpu and gpu:a100 (a type, no count)
     are 1 (sbatch.1 at slurm-26-05-1-1, --gres: "The count is the number of those resources with a
     default value of 1"); None when the count is not a number."""
@@ -290,6 +314,10 @@ def launcher_steps(shell):
         if inner is not None and is_launcher(inner):
             own = [a for a in command.args if (a.line, a.col) < (inner.line, inner.col)]
             yield Command("srun", own, command.line, command.col, False, False), inner
+
+
+# MPI launchers: each bootstraps its ranks through srun under Slurm and runs the job's work
+MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
 
 
 # Project functions that take a container image (and its arch) as arguments.

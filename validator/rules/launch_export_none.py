@@ -7,7 +7,7 @@ without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no 
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
 to) runs only in the batch shell, which keeps its environment: nothing to report.
 """
-from validator.rules.base import GOOD_BATCH, bad_batch
+from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
 
 ID = "launch-export-none"
 SEVERITY = "error"
@@ -18,8 +18,7 @@ BAD = bad_batch("export SLURM_EXPORT_ENV=ALL\n", "")
 
 
 # Programs that start Slurm steps themselves (MPI launchers bootstrap through srun; job launchers)
-_STEP_STARTERS = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prun", "charmrun", "torchrun", "deepspeed",
-                  "accelerate", "ray", "salloc", "sbatch"}
+_STEP_STARTERS = MPI_LAUNCHERS | {"charmrun", "torchrun", "deepspeed", "accelerate", "ray", "salloc", "sbatch"}
 # Commands of the batch shell that start nothing: shell builtins and file/text tools.
 _SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", "set", "unset", "sed", "awk",
                "grep", "cat", "mkdir", "rm", "cp", "mv", "ln", "ls", "touch", "date", "hostname", "sleep",

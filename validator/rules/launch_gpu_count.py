@@ -14,8 +14,8 @@ runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --npr
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, gres_gpus, launcher_commands,
-                                  launcher_steps, non_ascii_number, requested_gpus_per_node)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, launcher_steps,
+                                  non_ascii_number, requested_gpus_per_node, step_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -44,25 +44,12 @@ def _default_is_the_request(raw: str, name: str, requested) -> bool:
 
 
 def _step_gpus(shell) -> dict:
-    """(line, col) of a launcher that an srun runs -> the GPUs that srun asks for its node:
-    `srun --nodes=1 --gres=gpu:4 torchrun ...` (one torchrun per node, each step with its own
-    request; round twenty-four). --gres=gpu[:type]:N, --gpus-per-node=[type:]N, or --gpus=N on one node."""
-    def count(text):
-        return as_int((text or "").rsplit(":", 1)[-1])
-
+    """(line, col) of a launcher that an srun runs -> the GPUs that srun asks for its node
+    (`srun --nodes=1 --gres=gpu:4 torchrun ...`: one torchrun per node, each step with its own
+    request; round twenty-four)."""
     found = {}
     for srun, launcher in launcher_steps(shell):
-        gpus = None
-        gres = srun.option("--gres")
-        if gres is not None:
-            items = [i for i in (gres.value or "").split(",") if i.split(":", 1)[0] in ("gpu", "gres/gpu")]
-            gpus = gres_gpus(items[0]) if items else None
-        per_node = srun.option("--gpus-per-node")
-        if gpus is None and per_node is not None:
-            gpus = count(per_node.value)
-        total, nodes = srun.option("--gpus", "-G"), srun.option("--nodes", "-N")
-        if gpus is None and total is not None and nodes is not None and nodes.value in ("1", "1-1"):
-            gpus = count(total.value)
+        gpus = step_gpus_per_node(srun)
         if gpus is not None:
             found[(launcher.line, launcher.col)] = gpus
     return found

@@ -14,7 +14,7 @@ bash(1), exit); the strict profile asks for set -e before the first srun instead
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch, is_batch_script
 from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -27,8 +27,8 @@ BAD = {"run.sbatch": BAD["run.sbatch"].replace(" train.py'\n", " train.py' | tee
 _TOP = {"program", "redirected_statement", "pipeline"}
 # Programs that do a job's work without srun: when one of them runs after the last srun, that srun
 # was a setup step and the job's status is the work's, as its author meant.
-_WORK = {"apptainer", "singularity", "mpirun", "mpiexec", "torchrun", "deepspeed", "accelerate", "python", "python3",
-         "docker", "podman", "charmrun", "julia", "Rscript"}
+_WORK = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
+                         "docker", "podman", "charmrun", "julia", "Rscript"}
 
 
 def _flags(command):
@@ -132,16 +132,13 @@ def _risks(script):
         yield main.line, f"the job's status is that of line {line}, not of this srun; {fix}"
 
 
-_MPI_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi"}
-
-
 def _forced_success(shell):
     """`mpirun ... wrf.exe` (or the main srun, or the work run in the batch shell: `singularity exec`,
     python) and then `exit 0` at the top level: the job ends COMPLETED whatever the step did (round
     twenty-five: a WRF and a WPS job; round twenty-seven: AlphaFold in singularity). (line, message) or None."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
-                 or c.name.rsplit("/", 1)[-1] in _MPI_LAUNCHERS | _WORK)]
+                 or c.name.rsplit("/", 1)[-1] in _WORK)]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)
@@ -163,7 +160,7 @@ def _forced_success(shell):
 
 # A statement between the work and `exit 0` that may end the job otherwise or run the real step:
 # `[ -f wrfout ] || exit 1`, `if ! srun ...; then exit 1; fi`, `srun ... & wait`
-_EXIT_OR_WORK = re.compile(rb"(?<![\w.-])(exit|srun|wait|" + b"|".join(re.escape(w.encode()) for w in sorted(_WORK | _MPI_LAUNCHERS)) + rb")(?![\w.-])")
+_EXIT_OR_WORK = re.compile(rb"(?<![\w.-])(exit|srun|wait|" + b"|".join(re.escape(w.encode()) for w in sorted(_WORK)) + rb")(?![\w.-])")
 
 
 def check(target):

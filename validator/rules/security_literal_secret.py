@@ -21,6 +21,7 @@ credential, never its characters (and validator.findings redacts any message tha
 import re
 
 from validator.rules.base import with_payloads
+from validator.sbatch import TEMPLATE
 from validator.secrets import PASSWORD, TOKEN_FORMATS, issuer, named_values
 
 ID = "security-literal-secret"
@@ -36,18 +37,22 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
 
 _KEY = re.compile(r"[A-Za-z0-9_+=-][A-Za-z0-9_+/=-]{19,}")  # base64 keys hold '+', '/', '=' (an AWS secret key)
 # A value that says it is no key: a placeholder, an example, a hash algorithm's tag (sha256-...)
-_NOT_A_KEY = re.compile(r"(?i)your|xxxx|change_?me|replace|example|dummy|<|>|\.\.\.|^(sha|md5|blake)[0-9]*[-:]"
-                        r"|^\[_.*_\]$|\{\{|\{%|@\[")  # or a tool's template token (password="[_PY_REDIS_PASSWORD_]")
+_NOT_A_KEY = re.compile(r"(?i)your|xxxx|change_?me|replace|example|dummy|<|>|\.\.\.|^(sha|md5|blake)[0-9]*[-:]")
 # `wandb login [--host URL] [--relogin] KEY`, `huggingface-cli login --token KEY`, `hf auth login --token KEY`
 _LOGINS = {"wandb": ("login",), "huggingface-cli": ("login",), "hf": ("auth", "login")}
 _LOGIN_VALUED = {"--host", "--cloud", "--token"}
 _KEEP = "is kept with the job (scontrol write batch_script; sacct --batch-script where accounting stores scripts)"
 
 
+def _no_credential(text: str) -> bool:
+    """A placeholder or an example, a hash's tag, or a tool's template token (password="[_PY_X_]")."""
+    return bool(_NOT_A_KEY.search(text) or TEMPLATE.search(text))
+
+
 def _key_shaped(text: str | None) -> bool:
     """20 or more key characters with four digits and four letters at least, and not a run of words
     (`llama2_7b_tokenizer_v2_2048`: three or more alphabetic parts of three letters or more)."""
-    if not text or not _KEY.fullmatch(text) or _NOT_A_KEY.search(text) or "//" in text:
+    if not text or not _KEY.fullmatch(text) or _no_credential(text) or "//" in text:
         return False
     words = [part for part in re.split(r"[_/-]", text) if re.search(r"[a-z]{3}", part)]
     return len(words) < 2 and sum(ch.isdigit() for ch in text) >= 4 and sum(ch.isalpha() for ch in text) >= 4
@@ -56,7 +61,7 @@ def _key_shaped(text: str | None) -> bool:
 def _password(name: str, value: str | None) -> bool:
     """Any literal of six or more characters in a PASSWORD variable, but a path (a secret's file)."""
     return bool(PASSWORD.search(name) and value and len(value) >= 6 and "/" not in value
-                and not _NOT_A_KEY.search(value))
+                and not _no_credential(value))
 
 
 def _login_key(command):
