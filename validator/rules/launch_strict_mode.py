@@ -148,6 +148,8 @@ def _forced_success(shell):
     for node in statement.parent.children:
         if node.start_byte <= statement.end_byte or node.type in ("comment", "\n", "&", ";", ";;"):
             continue
+        if _first_word(node) == "wait" and b"\n" not in node.text.strip():
+            continue  # a bare `wait` (or `wait $pid`) collects what ran beside the work; `exit 0` still hides it
         if _first_word(node) == "exit":
             if node.text.split() == [b"exit", b"0"]:
                 return (main.line, f"'exit 0' on line {node.start_point[0] + 1} ends the job COMPLETED whatever this "
