@@ -8,6 +8,7 @@ which bootstraps its ranks through srun under Slurm, no other script or program 
 to) runs only in the batch shell, which keeps its environment: nothing to report.
 """
 from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
+from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-export-none"
 SEVERITY = "error"
@@ -50,6 +51,23 @@ def _may_start_steps(shell, strict: bool = True) -> bool:
     return False
 
 
+# A compiled program named by its path: slurmstepd execs it without searching PATH (task.c _build_path
+# only searches names without '/', slurm-22-05-0-1 and slurm-26-05-1-1). A script (`./run.sh`) runs
+# further programs, found through the PATH the step lacks.
+_SCRIPT_SUFFIX = (".sh", ".bash", ".csh", ".tcsh", ".ksh", ".zsh", ".py", ".pl", ".R", ".jl")
+
+
+def _runs_by_path(srun, shell) -> bool:
+    program = step_program(srun, shell)
+    value = program.value if program is not None else None
+    return bool(value) and value.startswith(("/", "./", "../")) and not value.endswith(_SCRIPT_SUFFIX)
+
+
+def _other_starters(shell) -> bool:
+    """A launcher besides srun (mpirun, torchrun, another script) starts steps the srun words do not show."""
+    return any(c.name.rsplit("/", 1)[-1] in _STEP_STARTERS - {"srun"} for c in shell.commands)
+
+
 def check(target):
     script = target.script
     export = script.parsed.value("export")
@@ -63,6 +81,9 @@ def check(target):
         return
     if not sruns and not _may_start_steps(shell, target.strict):
         return
+    if not target.strict and sruns and not _other_starters(shell) \
+            and all(c.has_flag("--export") or _runs_by_path(c, shell) for c in sruns):
+        return  # every step execs a program by its path (`srun ./mitgcmuv`): no PATH search to fail
     option = script.parsed.get("export")[-1]
     yield (script.display, option.line, option.col,
            "--export=NONE reaches every srun step (no PATH: 'execve(): No such file'); "
