@@ -51,9 +51,10 @@ def _may_start_steps(shell, strict: bool = True) -> bool:
     return False
 
 
-# A compiled program named by its path: slurmstepd execs it without searching PATH (task.c _build_path
-# only searches names without '/', slurm-22-05-0-1 and slurm-26-05-1-1). A script (`./run.sh`) runs
-# further programs, found through the PATH the step lacks.
+# A compiled program named by its path: slurmstepd execs it without searching PATH (src/slurmd/slurmstepd/
+# task.c _build_path returns a name that starts with '/' or '.' as it is and searches PATH only for the
+# others, slurm-22-05-0-1 and slurm-26-05-1-1). A script (`./run.sh`) runs further programs, found
+# through the PATH the step lacks.
 _SCRIPT_SUFFIX = (".sh", ".bash", ".csh", ".tcsh", ".ksh", ".zsh", ".py", ".pl", ".R", ".jl")
 
 
