@@ -24,12 +24,15 @@ job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM appl
 -parallel is a serial program: several tasks of it are copies that never talk; so is a program the
 job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library, and a
 GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each).
+A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
+to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c at
+slurm-22-05-0-1).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
                                   srun_option)
 from validator.shell import parse_shell
 from validator.sbatch import option_table, SPANK_OPTIONS
@@ -453,6 +456,16 @@ def _independent(shell, command) -> bool:
         and not command.has_flag("--mpi")
 
 
+def _ends_after_first_exit(shell, own) -> bool:
+    """`srun --wait=60` (-W 60): srun ends the step that many seconds after its first task exits, so a
+    task that dies does not leave the others waiting until the time limit (max_wait > 0 arms
+    _setup_max_wait_timer when the first task exits, and SIGALRM then terminates the step:
+    src/plugins/launch/slurm/launch_slurm.c at slurm-22-05-0-1, src/srun/launch.c and src/srun/signals.c
+    at slurm-26-05-1-1). --wait=0 is srun's default: no limit."""
+    wait = srun_option(shell, own, "--wait", "-W")
+    return wait is not None and as_int(wait.value) is not None and as_int(wait.value) > 0
+
+
 def check(target):
     shell = target.script.shell
     for a in shell.assignments:  # a name srun never reads: the steps are not killed
@@ -465,7 +478,7 @@ def check(target):
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is None and not _one_task(shell, target.script.parsed, own, target.strict) \
+        if kill is None and not _ends_after_first_exit(shell, own) and not _one_task(shell, target.script.parsed, own, target.strict) \
                 and not _independent(shell, command):
             yield (target.script.display, command.line, command.col,
                    "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")
