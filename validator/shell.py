@@ -242,6 +242,9 @@ def _word(node) -> Word:
     return Word(node.text.decode("utf-8", "replace"), literal(node), line, col, node)
 
 
+_BARE_HEREDOC = re.compile(rb"(?m)^([ \t]*)(<<-?[ \t]*(['\"]?)[A-Za-z_]\w*\3[ \t]*$)")
+
+
 def parse_shell(text: str) -> ShellScript:
     global _pos
     data = text.encode("utf-8", "surrogatepass")
@@ -251,6 +254,13 @@ def parse_shell(text: str) -> ShellScript:
         # end of input (bash 5.2: `printf 'echo a \\'` runs `echo a`); tree-sitter makes it an error
         data = data[:end - 1] + b" " + data[end:]
     tree = _parser().parse(data)
+    if tree.root_node.has_error and _BARE_HEREDOC.search(data):
+        # `<<README ... README` with no command: bash runs a null command with that heredoc (a block
+        # comment, shellcheck's SC2188); tree-sitter-bash makes an error of it and reads the lines of the
+        # text as commands. Read it as `:<<README` (one column later on that line only).
+        fixed = _parser().parse(_BARE_HEREDOC.sub(rb"\1:\2", data))
+        if not fixed.root_node.has_error:
+            tree, data = fixed, _BARE_HEREDOC.sub(rb"\1:\2", data)
     out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node, columns=_Columns(data))
     saved, _pos = _pos, out.columns
     try:
