@@ -197,13 +197,19 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
-                       r"|XXX[a-z][a-z0-9_]{0,30}XXX|" + BRACKET_TOKEN.pattern)
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX|" + BRACKET_TOKEN.pattern
+                       # a form composer's lower-case field in brackets, alone as a value or a line
+                       # (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its
+                       # map.json: round thirty-four); not a hostlist's node[01-04] (a word before it)
+                       + r"|(?<![\w\]])\[[a-z][a-z0-9_]{0,62}\]")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `*FIXME*`, `CHANGEME`,
 # `changeme@gpu` (round twenty-six: the last three unreported), `FIX_THIS` (round twenty-eight), a run of
 # capital X's or a word of x's or stars (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`: rounds twenty-nine and
-# thirty, seen unreported; `gpu-xxxl` is a name, not a placeholder). No sbatch value holds '<' or '>'.
+# thirty, seen unreported; `gpu-xxxl` is a name, not a placeholder). A capitalised field in brackets
+# (`--ntasks=[NTASKS]`, a centre's fill-in form in round thirty-four) is left to the value checks, which
+# say on each line what sbatch refuses. No sbatch value holds '<' or '>'.
 # `-N ##Nodes##`: a driver's sed fills the token in before sbatch reads the file (round twenty-four: an
 # RCCL test's run1 script seds ##Nodes## in run2). Its first '#' would cut sbatch's value, so it is a
 # placeholder only where it stands as an option's value (placeholder() below); `##TODO##` after a
