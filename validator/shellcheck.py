@@ -196,8 +196,13 @@ def _tests_a_job_variable(finding: Finding, script) -> bool:
 # round, 13 of 13 of their findings false (the file's own data: one pipeline's single map, a squeue
 # field of 4-7 characters, counts compared with 0, a helper that prints assignments).
 DATA_DEPENDENT = frozenset({"SC2144", "SC2071", "SC2091"})
+# SC2145 (`"args: ${arr[@]}"`, a string mixed with an array): the words differ from one joined word only
+# to a command that keeps its arguments apart; echo, eval and a script's log function join them with
+# blanks again, which is what these lines do (`echo "running ${cmd[@]}"`, `eval "$key=(${vals[@]})"`).
+# Over every judged round, 8 of 8 false.
+JOINED_AGAIN = frozenset({"SC2145"})
 STRICT_ONLY = frozenset({"SC2164", "SC2048", "SC2027", "SC2209", "SC2011", "SC2010", "SC2064", "SC2179", "SC2043",
-                         "SC2220", "SC2166"}) | DATA_DEPENDENT
+                         "SC2220", "SC2166"}) | DATA_DEPENDENT | JOINED_AGAIN
 
 
 def _command(binary: str, paths: list[str], optional: bool = True) -> list[str]:
