@@ -204,6 +204,22 @@ def _folder_uses(expansions, paths) -> list:
                                            and _command_name(e.node) in _RESOLVERS | {""}))]
 
 
+def _derived_fallback(expansions, targets: set, submit: set) -> set:
+    """Holders of the script's folder whose every use derives another variable that an `if` reading
+    SLURM_SUBMIT_DIR sets to it: `SCRIPT_DIR=$(dirname "${BASH_SOURCE[0]}")`, `ROOT=$SCRIPT_DIR/..`, then
+    `if [ -f "$SLURM_SUBMIT_DIR/scripts/run.py" ]; then ROOT=$SLURM_SUBMIT_DIR; fi` (round thirty-five):
+    the spool path is the fallback for runs outside the repository, as in a direct holder's test."""
+    overridden = {_assigned_name(e.node) for e in expansions
+                  if e.name == _SUBMIT and e.node is not None and _guarded(e.node, submit, set())} - {None}
+    out = set()
+    for name in targets:
+        uses = [e for e in expansions if e.name == name and e.node is not None]
+        derived = {_assigned_name(e.node) for e in uses}
+        if uses and None not in derived and name not in derived and derived <= overridden:
+            out.add(name)
+    return out
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
@@ -220,6 +236,7 @@ def check(target):
     fallback = {e.name for e in expansions
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
+    fallback |= _derived_fallback(expansions, targets, submit)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _assigned_name(expansion.node) in fallback):
