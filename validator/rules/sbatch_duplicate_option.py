@@ -11,12 +11,15 @@ partition lines of which the last is the one meant, `--array=6-10` under `--arra
 a per-task `%a` output pair under a single job's pair; rounds eighteen to twenty-four: 9 of 11 such
 findings judged false). What is lost there is reported: options whose values add up, where a repeat
 drops part of what was asked (--acctg-freq's parts, --exclude's nodes, --mail-type's events from
-25.05; every round: 17 of 17 judged true). Our presets (the strict profile) keep every repeat reported.
+25.05; every round: 17 of 17 judged true), unless the last line holds every part of the earlier ones
+(`-x n0258` then `-x n0145,n0258`: round thirty-five; --mail-type=ALL after END). Our presets (the strict profile) keep every repeat reported.
 --mail-type is the one option whose repeats added up before 25.05: arg_set_mail_type() OR-ed each
 value into the job's mail types until SchedMD commit fac544cef5 (first in slurm-25-05-0-0rc1: "multiple
 --mail-type arguments will not be merged") made it keep the last. Below 25.05 its repeats are not
 reported.
 """
+import re
+
 from validator.sbatch import before
 
 MAIL_TYPE_LAST_WINS = "25.05"  # fac544cef5, src/common/slurm_opt.c
@@ -32,7 +35,71 @@ REPEATABLE = {"constraint", "gres", "licenses", "dependency"}
 ADDS_UP = {"mail-type", "acctg-freq", "exclude"}
 
 
+# --mail-type=ALL is "equivalent to BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE, and STAGE_OUT" (sbatch.1 at
+# slurm-22-05-0-1 and slurm-26-05-1-1)
+_MAIL_ALL = {"ALL", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT"}
+_MAX_HOSTS = 100_000
+
+
+def _hosts(value: str) -> set | None:
+    """The node names of a hostlist (`n0145.savio3,gpu[01-04,7]`), or None where it is not a plain one
+    (a file name, a count, more names than _MAX_HOSTS)."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(value):
+        depth += (char == "[") - (char == "]")
+        if char == "," and depth == 0:
+            items.append(value[start:i])
+            start = i + 1
+    items.append(value[start:])
+    out = set()
+    for item in items:
+        names = [""]
+        for piece in re.split(r"(\[[^\]]*\])", item):
+            if piece.startswith("["):
+                numbers = []
+                for part in piece[1:-1].split(","):
+                    low, _, high = part.partition("-")
+                    if not low.isdigit() or (high and not high.isdigit()):
+                        return None
+                    count = int(high or low) - int(low) + 1
+                    if count < 1 or len(names) * count > _MAX_HOSTS:
+                        return None
+                    numbers += [str(n).zfill(len(low)) for n in range(int(low), int(high or low) + 1)]
+                names = [n + number for n in names for number in numbers]
+            elif re.fullmatch(r"[\w.-]*", piece):
+                names = [n + piece for n in names]
+            else:
+                return None
+        out.update(names)
+        if len(out) > _MAX_HOSTS:
+            return None
+    return out - {""} or None
+
+
+def _covers(name: str, last: str | None, first: str | None) -> bool:
+    """The last value holds every part of the first: --exclude's nodes, --mail-type's events (ALL holds
+    the events sbatch.1 lists for it), --acctg-freq's comma-separated parts."""
+    if last is None or first is None:
+        return False
+    if name == "exclude":
+        later, earlier = _hosts(last), _hosts(first)
+        return later is not None and earlier is not None and earlier <= later
+    later, earlier = {p.strip().upper() for p in last.split(",")}, {p.strip().upper() for p in first.split(",")}
+    if name == "mail-type" and "ALL" in later:
+        later |= _MAIL_ALL
+    return earlier <= later
+
+
+def _kept_whole(options) -> set:
+    """(component, name) of the options whose last value holds every part of each earlier one."""
+    last = {(o.component, o.name): o for o in options if o.name in ADDS_UP}
+    return {key for key, final in last.items()
+            if all(_covers(key[1], final.value, o.value) for o in options
+                   if (o.component, o.name) == key and o is not final)}
+
+
 def check(target):
+    kept_whole = _kept_whole(target.script.parsed.options)
     seen = {}
     for option in target.script.parsed.options:
         if option.name is None or option.name in REPEATABLE or (option.name not in ADDS_UP and not target.strict):
@@ -44,6 +111,8 @@ def check(target):
             first = seen[key]
             if option.value == first.value:
                 continue  # the same value again: whichever wins, the job gets what was written
+            if not target.strict and key in kept_whole:
+                continue  # the last line holds every part of the earlier ones: nothing is dropped
             yield (target.script.display, option.line, option.col,
                    f"--{option.name} is already set on line {first.line}; sbatch keeps only this one")
         else:
