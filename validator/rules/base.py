@@ -438,3 +438,16 @@ def sourced_shells(target):
                 if src.usable:
                     found.append(parse_shell(src.text))
     return found
+
+
+def backgrounded(command) -> bool:
+    """The command's statement (in the script, a block, a loop body or a function) ends with '&'."""
+    node = command.node
+    while node is not None and node.parent is not None and node.parent.type not in ("program", "compound_statement",
+                                                                                        "do_group", "function_definition"):
+        node = node.parent
+    if node is None or node.parent is None:
+        return False
+    # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
+    following = node.next_sibling
+    return following is not None and following.type == "&"

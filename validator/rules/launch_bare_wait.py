@@ -5,6 +5,7 @@ Premise: bash's `wait` without arguments returns 0 once every child has ended, w
 only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE) loses no
 status worth keeping: such steps alone do not make a bare wait a finding.
 """
+from validator.rules.base import backgrounded
 from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-bare-wait"
@@ -30,19 +31,6 @@ def _nothing_to_lose(command) -> bool:
     return program is not None and (program.value or "").rsplit("/", 1)[-1] in _NOTHING_TO_LOSE
 
 
-def _backgrounded(command) -> bool:
-    """The command's statement ends with '&'."""
-    node = command.node
-    while node is not None and node.parent is not None and node.parent.type not in ("program", "compound_statement",
-                                                                                        "do_group", "function_definition"):
-        node = node.parent
-    if node is None or node.parent is None:
-        return False
-    # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
-    following = node.next_sibling
-    return following is not None and following.type == "&"
-
-
 def _functions_running_srun(shell) -> set:
     """Names of the script's functions whose body starts an srun step."""
     names, stack = set(), [shell.root] if shell.root is not None else []
@@ -59,7 +47,7 @@ def _functions_running_srun(shell) -> set:
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
-    background = [c for c in shell.commands if c.name in steps and _backgrounded(c) and not _nothing_to_lose(c)]
+    background = [c for c in shell.commands if c.name in steps and backgrounded(c) and not _nothing_to_lose(c)]
     if not background:
         return
     first = min(c.node.start_byte for c in background)

@@ -32,7 +32,7 @@ lost task), not an omission: not reported.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
+from validator.rules.base import (GOOD_BATCH, as_int, backgrounded, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
                                   srun_option)
 from validator.shell import parse_shell
 from validator.sbatch import option_table, SPANK_OPTIONS
@@ -466,6 +466,49 @@ def _ends_after_first_exit(shell, own) -> bool:
     return wait is not None and as_int(wait.value) is not None and as_int(wait.value) > 0
 
 
+# Words of a step whose tasks form one program across nodes, as a server or a training: its tasks wait
+# for each other even when the batch script does not wait for the step.
+_ONE_PROGRAM = re.compile(r"--nnodes|--num[_-]nodes|--dist[_-]init|--node[_-]rank|--master[_-]addr|MASTER_ADDR|rdzv"
+                      r"|torchrun|torch\.distributed|deepspeed|accelerate\s+launch|mpirun|mpiexec|--tp\b|tensor[_-]parallel"
+                      r"|pipeline[_-]parallel|init_process_group")
+
+
+def _never_waited(shell, command) -> bool:
+    """A step started in the background that the batch script never waits for: a service beside the
+    work (a data server per node, Ray's workers) whose `$!` is kept for another purpose or not at all,
+    while the script waits only for the work's PID, or for nothing. When the batch script ends the job
+    ends and slurmstepd ends its steps, so a task left waiting cannot hold the job to the time limit
+    (round thirty-five: `srun serve-data.py &` beside `mpirun ... & wait $MPI_PID`; round thirty-four:
+    Ray's workers through `shifter ./start-worker.sh &`). A step whose words say its tasks form one
+    program across nodes (_ONE_PROGRAM: a two-node SGLang server) is still reported. A bare `wait`,
+    `wait -n`, `wait %1`, `wait $!` or a wait on the variable that kept this step's `$!` waits for it."""
+    if command.node is None or not backgrounded(command):
+        return False
+    text = " ".join(a.raw for a in command.args)
+    if _ONE_PROGRAM.search(text):
+        return False  # one program over several nodes (`sglang.launch_server --nnodes 2`): a dead task stalls it
+    kept = None
+    statement = command.node
+    while statement.parent is not None and statement.parent.type not in ("program", "compound_statement", "do_group",
+                                                                         "function_definition"):
+        statement = statement.parent
+    following = statement.next_named_sibling
+    while following is not None and following.type == "comment":
+        following = following.next_named_sibling
+    if following is not None and b"$!" in following.text and following.type == "variable_assignment":
+        name = following.child_by_field_name("name")
+        kept = name.text.decode("utf-8", "replace") if name is not None else None
+    for wait in shell.named("wait"):
+        if wait.node is None or wait.node.start_byte < command.node.start_byte:
+            continue
+        words = [a.raw for a in wait.args]
+        if not words or any(w.startswith(("-", "%")) or "$!" in w for w in words):
+            return False
+        if kept is None or any(kept in w for w in words):
+            return False  # an unkept PID may be in any variable the wait reads
+    return True
+
+
 def check(target):
     shell = target.script.shell
     for a in shell.assignments:  # a name srun never reads: the steps are not killed
@@ -478,7 +521,7 @@ def check(target):
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is None and not _ends_after_first_exit(shell, own) and not _one_task(shell, target.script.parsed, own, target.strict) \
+        if kill is None and not _ends_after_first_exit(shell, own) and not _never_waited(shell, command) and not _one_task(shell, target.script.parsed, own, target.strict) \
                 and not _independent(shell, command):
             yield (target.script.display, command.line, command.col,
                    "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")
