@@ -100,8 +100,10 @@ def _risks(script):
     for command in sruns:
         parent = command.node.parent
         if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
+            last = parent.children[-1].text.decode("utf-8", "replace").split(None, 1)
+            name = last[0].rsplit("/", 1)[-1][:40] if last else "the last command"
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
-                                "last command's (tee), a failed srun passes unnoticed"
+                                f"last command's ({name}), a failed srun passes unnoticed"
     if forced is not None:
         return  # the status is lost at the `exit 0`: said once
     foreground = [c for c in sruns if not _backgrounded(c.node)]  # wait collects the others
