@@ -204,7 +204,8 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        + r"|(?<![\w\]])\[[a-z][a-z0-9_]{0,62}\]")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
-# `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `*FIXME*`, `CHANGEME`,
+# `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `def-YOURPI` (round
+# thirty-six, seen unreported), `yourproject`, `*FIXME*`, `CHANGEME`,
 # `changeme@gpu` (round twenty-six: the last three unreported), `FIX_THIS` (round twenty-eight), a run of
 # capital X's or a word of x's or stars (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`: rounds twenty-nine and
 # thirty, seen unreported; `gpu-xxxl` is a name, not a placeholder). A capitalised field in brackets
@@ -215,7 +216,7 @@ TEMPLATE = _TEMPLATE
 # placeholder only where it stands as an option's value (placeholder() below); `##TODO##` after a
 # value is a comment.
 HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
-PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR|your)_\w+"
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR|[Yy]our)[-_A-Za-z]\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b"
                          r"|(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3,})(?![A-Za-z0-9*])")
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
