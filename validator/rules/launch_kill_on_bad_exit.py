@@ -222,9 +222,10 @@ _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "de
           "tensorflow", "ray", "dask")
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh,
 # config_env_ddp.sh or setup_venv.sh (a virtualenv built on each node before the training step: round
-# twenty-four, 3 of 3 judged false)
+# twenty-four, 3 of 3 judged false), slurm-metadata.sh or collect-node-info.sh (what each node has:
+# round two's three cloudai reference jobs, judged false)
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor"
-                            r"|setup|config|configure|prepare|venv)"
+                            r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
                             r"([-_][\w-]*)?\.sh$")
 # A script name that says it runs the job's work, whatever helper word it also holds
 _WORK_SCRIPT = re.compile(r"(?i)(^|[-_])(train|training|run|launch|main|submit|job|exec|solve|simulate)([-_.]|$)")
@@ -344,8 +345,12 @@ def helper_step(shell, command) -> bool:
             return True
         inner = _in_container(command, program)
         return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
-    if name in _PER_NODE:
+    if name in _PER_NODE or (program is not None and _helper_script(program.raw)):
         return True
+    if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`: the script's name says what it does
+        script = next((a for a in command.args[command.args.index(program) + 1:] if not a.raw.startswith("-")), None)
+        if script is not None and _helper_script(script.raw):
+            return True
     inner = _payload(shell, command, program, name)
     return inner is not None and all(_resolved(shell, c.name).rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
 
