@@ -203,3 +203,14 @@ def test_another_languages_source_without_shebang_is_said_not_checked(tmp_path):
     script.write_text("#!/usr/bin/env python3\n#SBATCH --nodes=2\nimport os\n")
     result = run_validator(str(script))
     assert result.returncode == 1 and "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_makefile_that_pipes_jobs_into_sbatch_is_said_not_checked(tmp_path):
+    """A Makefile whose recipes print whole job scripts into sbatch (each with its '#!' and #SBATCH header)
+    is make's syntax, never a job: one line on stderr, no findings (round thirty-nine: 73 findings on one)."""
+    makefile = tmp_path / "makefile"
+    makefile.write_text('all:\n\tprintf "#!/bin/bash\\n\\\n#SBATCH --time=1:00:00\\n\\\n#SBATCH -n 4\\n\\\n'
+                        'srun ./a\\n" | sbatch\n\n#SBATCH -N 2\n')
+    result = run_validator(str(makefile))
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
+    assert "makefile: not checked: 'makefile' (make's)" in result.stderr

@@ -168,9 +168,15 @@ OTHER_LANGUAGE = {".jl", ".py", ".r", ".m", ".c", ".cc", ".cpp", ".h", ".hpp", "
                   ".ts", ".java", ".lua", ".rb", ".md", ".rst", ".tex", ".ipynb", ".yaml", ".yml", ".json", ".toml"}
 
 
+# make's own files: their recipes pipe whole jobs into sbatch (`printf "#!/bin/bash\n#SBATCH ..." | sbatch`),
+# each with its own '#!' line and header; the file itself is make's syntax, never a job (round thirty-nine)
+MAKEFILES = {"makefile", "gnumakefile"}
+
+
 def _other_language(path, script) -> bool:
     text = script.source.text or ""
-    return path.suffix.lower() in OTHER_LANGUAGE and not text.startswith("#!")
+    return ((path.suffix.lower() in OTHER_LANGUAGE | {".mk", ".mak"} or path.name.lower() in MAKEFILES)
+            and not text.startswith("#!"))
 
 
 def validate(paths: list[str], options: Options) -> list[Finding]:
@@ -198,8 +204,9 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             script, problems = load_script(path, root, release, strict, config.spank, config.spank_options)
             if script is not None and _other_language(path, script):
                 # said, not a finding: the file is not a batch script, and nothing in it was checked
-                print(f"validator: {script.display}: not checked: a {path.suffix} file without '#!' is source "
-                      "of another language (its #SBATCH lines are an example in a comment)", file=sys.stderr)
+                kind_of = f"a {path.suffix} file" if path.suffix else f"'{path.name}' (make's)"
+                print(f"validator: {script.display}: not checked: {kind_of} without '#!' is source of another "
+                      "language (its #SBATCH lines are an example, or jobs it writes)", file=sys.stderr)
                 continue
             if script is not None and not script.shell_language:
                 print(f"validator: {script.display}: its '#!' line runs {script.interpreter}, not a shell: "
