@@ -451,3 +451,17 @@ def backgrounded(command) -> bool:
     # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
     following = node.next_sibling
     return following is not None and following.type == "&"
+
+
+def enclosing_command(node):
+    """The simple command (tree-sitter 'command' node) a word or expansion is part of, or None."""
+    while node is not None and node.type not in ("command", "program"):
+        node = node.parent
+    return node if node is not None and node.type == "command" else None
+
+
+def enclosing_command_name(node) -> str:
+    """The base name of the simple command a word or expansion is part of ('' outside one)."""
+    command = enclosing_command(node)
+    name = command.child_by_field_name("name") if command is not None else None
+    return name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] if name is not None else ""

@@ -15,8 +15,9 @@ Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, is_decimal, launcher_commands,
-                                  manifest_of, non_ascii_number, requested_gpus_per_node, srun_option)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, enclosing_command_name, exclusive_nodes, is_decimal,
+                                  launcher_commands, manifest_of, non_ascii_number, requested_gpus_per_node,
+                                  srun_option)
 
 ID = "launch-master-port"
 SEVERITY = "error"
@@ -133,7 +134,9 @@ def _findings(script):
     unread = bool(reads) and bool(launchers) and all(_elastic(c, shell) for c in launchers) and all(
         _AS_MASTER_PORT.search(script.lines[e.line - 1][:max(0, e.col - 1)]) for e in reads
         if 0 < e.line <= len(script.lines))
-    used = {e.name for e in shell.expansions}
+    # a read only by echo or printf prints the port; nothing binds it (round thirty-nine: an unexported
+    # MASTER_PORT=29500 echoed beside torchrun's own --master_port)
+    used = {e.name for e in shell.expansions if enclosing_command_name(e.node) not in ("echo", "printf")}
     for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None

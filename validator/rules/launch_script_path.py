@@ -22,7 +22,7 @@ profile) keep every use reported.
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+from validator.rules.base import GOOD_BATCH, bad_batch, enclosing_command, enclosing_command_name, is_batch_script
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -159,16 +159,7 @@ _FOLDER_CUT = re.compile(r"^\$\{#?\w+(\[[^]]*\])?%%?/")
 _RESOLVERS = {"readlink", "realpath"}
 
 
-def _command(node):
-    while node is not None and node.type not in ("command", "program"):
-        node = node.parent
-    return node if node is not None and node.type == "command" else None
-
-
-def _command_name(node) -> str:
-    command = _command(node)
-    name = command.child_by_field_name("name") if command is not None else None
-    return name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] if name is not None else ""
+_command, _command_name = enclosing_command, enclosing_command_name
 
 
 def _folder_taken(node) -> bool:
