@@ -9,8 +9,12 @@ Not reported where node 0's value does no harm:
 - the value is passed as torchrun's --node_rank with --rdzv_backend c10d: torchrun gives the
   rendezvous the node rank only for the static backend (torch/distributed/run.py, config_from_args:
   `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`); the c10d rendezvous
-  assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank is
-  reported whatever the backend: its DeepSpeed launcher (no ssh) passes it on as the node rank;
+  assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank
+  with --rdzv_backend c10d likewise: its multi-GPU launcher and DeepSpeed's "standard" launcher hand
+  it to torch.distributed.run as node_rank (prepare_multi_gpu_env, prepare_deepspeed_cmd_env in
+  src/accelerate/utils/launch.py at accelerate 16cb6eb8, v1.14), and the pdsh launcher never reads
+  it; only DeepSpeed's "nossh" launcher passes it on as the node rank, reported where the words say
+  nossh (round forty's ESM guidance and round two's alignment handbook: judged false);
 - `CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` in a job that binds GPUs per task (--ntasks-per-gpu implies
   --tres-bind=gres/gpu:single, --gpus-per-task implies per_task: sbatch.1 at slurm-26-05-3-1):
   Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
@@ -49,7 +53,7 @@ def _same_on_every_node(parsed) -> bool:
 
 _PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
 _C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
-_RANK_OPTION = re.compile(r"--node[_-]rank[= ]+[\"']?$")
+_RANK_OPTION = re.compile(r"--(node|machine)[_-]rank[= ]+[\"']?$")
 _PRINTS = {"echo", "printf"}
 
 
@@ -82,7 +86,8 @@ def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
         return False
     key = (scope.start_byte, scope.end_byte)
     if key not in seen:
-        seen[key] = bool(_C10D.search(scope.text.decode("utf-8", "replace")))
+        text = scope.text.decode("utf-8", "replace")
+        seen[key] = bool(_C10D.search(text)) and "nossh" not in text
     return seen[key]
 
 
