@@ -122,7 +122,7 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "whoami", "pwd", "mount", "umount", "ulimit", "test", "[", "cd", "source", ".", "module", "ml",
              "set", "exit", "sudo", "md5sum", "sha256sum", "nvcc", "which", "command", "type", "ps", "uptime",
              "apt", "apt-get", "yum", "dnf", "pip", "pip3", "netstat", "ss", "lsof", "ping",
-             "unsquashfs", "sysctl",
+             "unsquashfs", "sysctl", "git",
              # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
              "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
              "unzip", "zip", "truncate", "fallocate", "shred",
@@ -226,7 +226,7 @@ _JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "de
 # round two's three cloudai reference jobs, judged false)
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor"
                             r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
-                            r"([-_][\w-]*)?\.sh$")
+                            r"([-_][\w-]*)?\.(sh|py)$")
 # A script name that says it runs the job's work, whatever helper word it also holds
 _WORK_SCRIPT = re.compile(r"(?i)(^|[-_])(train|training|run|launch|main|submit|job|exec|solve|simulate)([-_.]|$)")
 # OpenFOAM's applications run as one serial process unless given -parallel (then they are MPI ranks
@@ -347,12 +347,22 @@ def helper_step(shell, command) -> bool:
         return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
     if name in _PER_NODE or (program is not None and _helper_script(program.raw)):
         return True
-    if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`: the script's name says what it does
+    if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`, `bash $DIR/power_monitor.sh`: the name says it
         script = next((a for a in command.args[command.args.index(program) + 1:] if not a.raw.startswith("-")), None)
         if script is not None and _helper_script(script.raw):
             return True
     inner = _payload(shell, command, program, name)
-    return inner is not None and all(_resolved(shell, c.name).rsplit("/", 1)[-1] in _PER_NODE for c in inner.commands)
+    return inner is not None and all(_per_node(shell, c) for c in inner.commands)
+
+
+def _per_node(shell, command) -> bool:
+    """A command of a step's payload that each node runs alone: a per-node program, or python running
+    a helper script by its name (`python3 data/shakespeare_char/prepare.py`: round forty)."""
+    name = _resolved(shell, command.name).rsplit("/", 1)[-1]
+    if name in _PER_NODE:
+        return True
+    script = next((a for a in command.args if not a.raw.startswith("-")), None)
+    return name.startswith("python") and script is not None and _helper_script(script.raw)
 
 
 _DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
@@ -441,11 +451,6 @@ def _independent(shell, command) -> bool:
         if name.startswith("python") and len(words) > 2 and words[1].value == "-m" and words[2].value \
                 and _CHECK_MODULE.search(words[2].value.rsplit(".", 1)[-1]):
             return True  # python -m mlperf_common.mountcheck on each node
-        if _helper_script(program.raw):
-            return True
-        script = words[1] if name in ("bash", "sh") and len(words) > 1 and not words[1].raw.startswith("-") else None
-        if script is not None and _helper_script(script.raw):
-            return True  # `bash $DIR/power_monitor.sh` on each node
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
     rest = command.args[command.args.index(program) + 1:]
