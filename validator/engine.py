@@ -171,11 +171,13 @@ OTHER_LANGUAGE = {".jl", ".py", ".r", ".m", ".c", ".cc", ".cpp", ".h", ".hpp", "
 # make's own files: their recipes pipe whole jobs into sbatch (`printf "#!/bin/bash\n#SBATCH ..." | sbatch`),
 # each with its own '#!' line and header; the file itself is make's syntax, never a job (round thirty-nine)
 MAKEFILES = {"makefile", "gnumakefile"}
+MAKE_SUFFIXES = {".mk", ".mak"}
+NOT_SHELL_SUFFIXES = OTHER_LANGUAGE | MAKE_SUFFIXES
 
 
 def _other_language(path, script) -> bool:
     text = script.source.text or ""
-    return ((path.suffix.lower() in OTHER_LANGUAGE | {".mk", ".mak"} or path.name.lower() in MAKEFILES)
+    return ((path.suffix.lower() in NOT_SHELL_SUFFIXES or path.name.lower() in MAKEFILES)
             and not text.startswith("#!"))
 
 

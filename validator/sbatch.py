@@ -198,17 +198,20 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
                        r"|XXX[a-z][a-z0-9_]{0,30}XXX|" + BRACKET_TOKEN.pattern
-                       # a form composer's lower-case field in brackets, alone as a value or a line
-                       # (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its
-                       # map.json: round thirty-four); not a hostlist's node[01-04] (a word before it)
-                       + r"|(?<![\w\]])\[[a-z][a-z0-9_]{0,62}\]")
+                       # a form composer's lower-case field in brackets, the whole value of an option
+                       # sbatch reads as a count, size, time or name of the cluster's, or a line of its
+                       # own (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its
+                       # map.json: round thirty-four); not a hostlist's node[01-04], a constraint's
+                       # [rack1|rack2] or intel&[ib], nor a job name or comment in brackets
+                       + r"|(?:(?<=#SBATCH )|--(?!job-name|comment|constraint|mail-user|output|error|chdir|wckey)"
+                         r"[a-z][a-z-]{1,30}[= ])\[[a-z][a-z0-9_]{0,62}\](?=\s|$)")
 TEMPLATE = _TEMPLATE
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
-# `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `def-YOURPI` (round
-# thirty-six, seen unreported), `yourproject`, `*FIXME*`, `CHANGEME`,
-# `changeme@gpu` (round twenty-six: the last three unreported), `FIX_THIS` (round twenty-eight), a run of
-# capital X's or a word of x's or stars (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`: rounds twenty-nine and
-# thirty, seen unreported; `gpu-xxxl` is a name, not a placeholder). A capitalised field in brackets
+# `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `def-YOURPI`, `your-partition`
+# (round thirty-six, seen unreported; `yours` is a word), `*FIXME*`, `CHANGEME`,
+# `changeme@gpu` (round twenty-six: the last three unreported), `FIX_THIS` (round twenty-eight), and runs
+# of X's in an account's or a partition's value (_FILL_RUN below: rounds twenty-nine and thirty, seen
+# unreported; `gpu-xxxl` is a name, not a placeholder). A capitalised field in brackets
 # (`--ntasks=[NTASKS]`, a centre's fill-in form in round thirty-four) is left to the value checks, which
 # say on each line what sbatch refuses. No sbatch value holds '<' or '>'.
 # `-N ##Nodes##`: a driver's sed fills the token in before sbatch reads the file (round twenty-four: an
@@ -216,9 +219,15 @@ TEMPLATE = _TEMPLATE
 # placeholder only where it stands as an option's value (placeholder() below); `##TODO##` after a
 # value is a comment.
 HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
-PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR|[Yy]our)[-_A-Za-z]\w*"
-                         r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b"
-                         r"|(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3,})(?![A-Za-z0-9*])")
+PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
+                         r"|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]))\w*"
+                         r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
+# In the value of an option that names the person's own project or the cluster's queues and features
+# (-A, -p, -q, -C and their long names, --reservation): a run of capital X's, a word of x's or of stars
+# (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`, `--account=project_xxxxxxxxx`). In a file name (`xxx.out`,
+# `run_XXX_%j.out`) they are a name.
+_FILL_RUN = re.compile(r"(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3,})(?![A-Za-z0-9*])")
+_WHOSE_VALUE = {"-A", "-p", "-q", "-C", "--account", "--partition", "--qos", "--reservation", "--constraint"}
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
@@ -275,7 +284,27 @@ def placeholder(directive: Directive):
     as a match on directive.text, or None."""
     end = directive.cut_at - 1 if directive.cut_at else len(directive.text)
     token = hash_token(directive)
-    return PLACEHOLDER.search(directive.text, len(MAGIC), token.end() if token else end)
+    found = PLACEHOLDER.search(directive.text, len(MAGIC), token.end() if token else end)
+    return found if found is not None else _fill_run(directive, end)
+
+
+def _fill_run(directive: Directive, end: int):
+    """A run of X's, x's or stars in the value of -A/-p/-q/-C and their long names, as a match on
+    directive.text, or None."""
+    for i, token in enumerate(directive.tokens):
+        name, _, value = token.raw.partition("=")
+        start = token.col - 1 + len(name) + 1
+        if name in _WHOSE_VALUE and not value and i + 1 < len(directive.tokens):
+            start = directive.tokens[i + 1].col - 1
+        elif name[:2] in ("-A", "-p", "-q", "-C") and len(name) > 2 and not name.startswith("--"):
+            start = token.col - 1 + 2  # -Aproj_xxx
+        elif name not in _WHOSE_VALUE:
+            continue
+        stop = min(end, start + len(directive.text[start:].split(None, 1)[0]) if directive.text[start:].strip() else start)
+        found = _FILL_RUN.search(directive.text, start, stop)
+        if found is not None:
+            return found
+    return None
 
 
 def hash_token(directive: Directive):

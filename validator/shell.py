@@ -242,7 +242,8 @@ def _word(node) -> Word:
     return Word(node.text.decode("utf-8", "replace"), literal(node), line, col, node)
 
 
-_BARE_HEREDOC = re.compile(rb"(?m)^([ \t]*)(<<-?[ \t]*(['\"]?)[A-Za-z_]\w*\3[ \t]*$)")
+# at a line's start, not on a continuation line (`srun bash -s \` then `<<'EOF'` feeds srun)
+_BARE_HEREDOC = re.compile(rb"(?m)^(?<!\\\n)([ \t]*)(<<-?[ \t]*(['\"]?)[A-Za-z_]\w*\3[ \t]*$)")
 
 
 def parse_shell(text: str) -> ShellScript:

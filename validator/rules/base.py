@@ -318,6 +318,9 @@ def launcher_steps(shell):
 
 # MPI launchers: each bootstraps its ranks through srun under Slurm and runs the job's work
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
+# Programs that do a job's work in the batch shell, without srun of their own
+WORK_PROGRAMS = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
+                                 "docker", "podman", "charmrun", "julia", "Rscript"}
 
 
 # Project functions that take a container image (and its arch) as arguments.
@@ -440,12 +443,19 @@ def sourced_shells(target):
     return found
 
 
+_BLOCKS = ("program", "compound_statement", "do_group", "function_definition")
+
+
+def statement_of(node):
+    """The statement a node belongs to, in the script, a block, a loop body or a function."""
+    while node is not None and node.parent is not None and node.parent.type not in _BLOCKS:
+        node = node.parent
+    return node
+
+
 def backgrounded(command) -> bool:
     """The command's statement (in the script, a block, a loop body or a function) ends with '&'."""
-    node = command.node
-    while node is not None and node.parent is not None and node.parent.type not in ("program", "compound_statement",
-                                                                                        "do_group", "function_definition"):
-        node = node.parent
+    node = statement_of(command.node)
     if node is None or node.parent is None:
         return False
     # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
@@ -465,3 +475,12 @@ def enclosing_command_name(node) -> str:
     command = enclosing_command(node)
     name = command.child_by_field_name("name") if command is not None else None
     return name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] if name is not None else ""
+
+
+def in_function(node) -> bool:
+    """The node is inside a function's body (it runs only when the function is called)."""
+    while node is not None:
+        if node.type == "function_definition":
+            return True
+        node = node.parent
+    return False

@@ -7,8 +7,10 @@ without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no 
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
 to) runs only in the batch shell, which keeps its environment: nothing to report.
 """
+from validator.model import OTHER_SHELLS, POSIX_SHELLS
 from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
 from validator.rules.launch_kill_on_bad_exit import step_program
+from validator.shell import WRAPPERS
 
 ID = "launch-export-none"
 SEVERITY = "error"
@@ -59,9 +61,13 @@ _SCRIPT_SUFFIX = (".sh", ".bash", ".csh", ".tcsh", ".ksh", ".zsh", ".py", ".pl",
 
 
 def _runs_by_path(srun, shell) -> bool:
+    """The step execs a compiled program by its path: not a shell or a wrapper named by its path
+    (`/usr/bin/env python`, `/usr/bin/time gmx`, `/bin/bash -c ...`: what they run is searched in PATH),
+    not a script."""
     program = step_program(srun, shell)
     value = program.value if program is not None else None
-    return bool(value) and value.startswith(("/", "./", "../")) and not value.endswith(_SCRIPT_SUFFIX)
+    return (bool(value) and value.startswith(("/", "./", "../")) and not value.endswith(_SCRIPT_SUFFIX)
+            and value.rsplit("/", 1)[-1] not in WRAPPERS | POSIX_SHELLS | OTHER_SHELLS)
 
 
 def _other_starters(shell) -> bool:

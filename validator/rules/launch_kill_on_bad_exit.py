@@ -25,15 +25,16 @@ job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM appl
 job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library, and a
 GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each).
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
-to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c at
-slurm-22-05-0-1).
+to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
+libsrun/srun_job.c at slurm-22-05-0-1).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, backgrounded, bad_batch, exclusive_nodes, payload_text, requested_gpus_per_node,
-                                  srun_option)
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, as_int, backgrounded, bad_batch, exclusive_nodes,
+                                  in_function, payload_text, requested_gpus_per_node, srun_option,
+                                  statement_of)
 from validator.shell import parse_shell
 from validator.sbatch import option_table, SPANK_OPTIONS
 
@@ -143,7 +144,8 @@ _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "lis
 # srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
 _SHORT_WITH_VALUE = set("AbBcCdDeGiJLmMnNopqrStTwWx")
 _SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "accel-bind", "epilog", "prolog",
-                         "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog"}
+                         "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog",
+                         "wait"}  # srun's --wait=<seconds> (sbatch's --wait is a flag)
 
 
 # srun's options passed in a variable: $ARGS, "${ARGS[@]}", ${OVERLAP:-} (empty unless set), ${X:+--overlap}
@@ -348,8 +350,8 @@ def helper_step(shell, command) -> bool:
     if name in _PER_NODE or (program is not None and _helper_script(program.raw)):
         return True
     if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`, `bash $DIR/power_monitor.sh`: the name says it
-        script = next((a for a in command.args[command.args.index(program) + 1:] if not a.raw.startswith("-")), None)
-        if script is not None and _helper_script(script.raw):
+        rest = command.args[command.args.index(program) + 1:]
+        if rest and not rest[0].raw.startswith("-") and _helper_script(rest[0].raw):
             return True
     inner = _payload(shell, command, program, name)
     return inner is not None and all(_per_node(shell, c) for c in inner.commands)
@@ -470,8 +472,10 @@ def _ends_after_first_exit(shell, own) -> bool:
     """`srun --wait=60` (-W 60): srun ends the step that many seconds after its first task exits, so a
     task that dies does not leave the others waiting until the time limit (max_wait > 0 arms
     _setup_max_wait_timer when the first task exits, and SIGALRM then terminates the step:
-    src/plugins/launch/slurm/launch_slurm.c at slurm-22-05-0-1, src/srun/launch.c and src/srun/signals.c
-    at slurm-26-05-1-1). --wait=0 is srun's default: no limit."""
+    src/plugins/launch/slurm/launch_slurm.c and src/srun/libsrun/srun_job.c at slurm-22-05-0-1,
+    src/srun/launch.c and src/srun/signals.c at slurm-26-05-1-1). --wait=0 is no limit; without the
+    option srun takes slurm.conf's WaitTime (arg_reset_wait_srun in src/common/slurm_opt.c), which the
+    script does not show: reported."""
     wait = srun_option(shell, own, "--wait", "-W")
     return wait is not None and as_int(wait.value) is not None and as_int(wait.value) > 0
 
@@ -479,44 +483,71 @@ def _ends_after_first_exit(shell, own) -> bool:
 # Words of a step whose tasks form one program across nodes, as a server or a training: its tasks wait
 # for each other even when the batch script does not wait for the step.
 _ONE_PROGRAM = re.compile(r"--nnodes|--num[_-]nodes|--dist[_-]init|--node[_-]rank|--master[_-]addr|MASTER_ADDR|rdzv"
-                      r"|torchrun|torch\.distributed|deepspeed|accelerate\s+launch|mpirun|mpiexec|--tp\b|tensor[_-]parallel"
-                      r"|pipeline[_-]parallel|init_process_group")
+                          r"|torchrun|torch\.distributed|deepspeed|accelerate\s+launch|mpirun|mpiexec|--tp\b"
+                          r"|tensor[_-]parallel|pipeline[_-]parallel|init_process_group")
 
 
 def _never_waited(shell, command) -> bool:
-    """A step started in the background that the batch script never waits for: a service beside the
-    work (a data server per node, Ray's workers) whose `$!` is kept for another purpose or not at all,
-    while the script waits only for the work's PID, or for nothing. When the batch script ends the job
-    ends and slurmstepd ends its steps, so a task left waiting cannot hold the job to the time limit
-    (round thirty-five: `srun serve-data.py &` beside `mpirun ... & wait $MPI_PID`; round thirty-four:
-    Ray's workers through `shifter ./start-worker.sh &`). A step whose words say its tasks form one
-    program across nodes (_ONE_PROGRAM: a two-node SGLang server) is still reported. A bare `wait`,
-    `wait -n`, `wait %1`, `wait $!` or a wait on the variable that kept this step's `$!` waits for it."""
+    """A step started in the background that the batch script never waits for, beside work it does
+    wait for: a service (a data server per node, Ray's workers) while the script waits for the
+    work's PID or runs the work in the foreground. When the batch script exits, slurmctld completes
+    the job (_slurm_rpc_complete_batch_script calls job_complete() in src/slurmctld/proc_req.c) and
+    deallocates its nodes, which kills the steps still running there (deallocate_nodes() in
+    src/slurmctld/node_scheduler.c, called from job_mgr.c; slurm-22-05-0-1 and slurm-26-05-1-1),
+    so a task left waiting cannot hold the job to the time limit (round thirty-five: `srun
+    serve-data.py &` beside `mpirun ... & wait $MPI_PID`; round thirty-four: Ray's workers through
+    `shifter ./start-worker.sh &` before the driver). Not where the step's words say its tasks form one
+    program across nodes (_ONE_PROGRAM: a two-node SGLang server), where the variable that keeps its
+    `$!` is read again (waited for, polled with kill -0, collected in an array), where a wait may
+    collect it (a bare `wait`, `wait -n`, `wait %1`, `wait $!`, `wait $(jobs -p)`, a wait in a
+    function, a wait on a variable that keeps no other step's PID), nor where nothing follows it that
+    the job waits on (then it is the job's only work)."""
     if command.node is None or not backgrounded(command):
         return False
-    text = " ".join(a.raw for a in command.args)
-    if _ONE_PROGRAM.search(text):
-        return False  # one program over several nodes (`sglang.launch_server --nnodes 2`): a dead task stalls it
-    kept = None
-    statement = command.node
-    while statement.parent is not None and statement.parent.type not in ("program", "compound_statement", "do_group",
-                                                                         "function_definition"):
-        statement = statement.parent
-    following = statement.next_named_sibling
+    if _ONE_PROGRAM.search(" ".join(a.raw for a in command.args)):
+        return False
+    own = _pid_variable(command.node)
+    if own is not None and any(e.name == own for e in shell.expansions):
+        return False
+    others = {_pid_variable(c.node) for c in shell.commands
+              if c is not command and c.node is not None and backgrounded(c)} - {None, own}
+    waits_for_other = False
+    for wait in shell.named("wait"):
+        if wait.node is None or in_function(wait.node):
+            if wait.node is not None:
+                return False  # a wait in a function may be called on this step
+            continue
+        if wait.node.start_byte < command.node.start_byte:
+            continue
+        for word in wait.args or [None]:
+            names = re.findall(r"\$\{?(\w+)", word.raw) if word is not None else []
+            if word is None or "$!" in word.raw or "$(" in word.raw or not names or any(n not in others for n in names):
+                return False
+        waits_for_other = True
+    return waits_for_other or _foreground_work_after(shell, command)
+
+
+def _pid_variable(node) -> str | None:
+    """The variable that keeps the `$!` of the statement holding `node` (`PID=$!`, `pids+=($!)`,
+    `pids[$i]=$!` on the next statement), or None."""
+    following = statement_of(node).next_named_sibling
     while following is not None and following.type == "comment":
         following = following.next_named_sibling
-    if following is not None and b"$!" in following.text and following.type == "variable_assignment":
-        name = following.child_by_field_name("name")
-        kept = name.text.decode("utf-8", "replace") if name is not None else None
-    for wait in shell.named("wait"):
-        if wait.node is None or wait.node.start_byte < command.node.start_byte:
-            continue
-        words = [a.raw for a in wait.args]
-        if not words or any(w.startswith(("-", "%")) or "$!" in w for w in words):
-            return False
-        if kept is None or any(kept in w for w in words):
-            return False  # an unkept PID may be in any variable the wait reads
-    return True
+    if following is None or following.type != "variable_assignment" or b"$!" not in following.text:
+        return None
+    name = following.child_by_field_name("name")
+    if name is not None and name.type == "subscript":
+        name = name.child_by_field_name("name") or (name.children[0] if name.children else None)
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
+
+
+def _foreground_work_after(shell, command) -> bool:
+    """The job's work runs in the foreground after the step: srun, an MPI launcher, python, torchrun."""
+    end = command.node.end_byte
+    return any(c.node is not None and c.node.start_byte > end and not backgrounded(c)
+               and c.name.rsplit("/", 1)[-1] in WORK_PROGRAMS | {"srun"} for c in shell.commands)
 
 
 def check(target):
@@ -531,7 +562,10 @@ def check(target):
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is None and not _ends_after_first_exit(shell, own) and not _never_waited(shell, command) and not _one_task(shell, target.script.parsed, own, target.strict) \
-                and not _independent(shell, command):
-            yield (target.script.display, command.line, command.col,
-                   "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")
+        if kill is not None or _ends_after_first_exit(shell, own):
+            continue
+        if (not target.strict and _never_waited(shell, command)) \
+                or _one_task(shell, target.script.parsed, own, target.strict) or _independent(shell, command):
+            continue
+        yield (target.script.display, command.line, command.col,
+               "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")

@@ -15,9 +15,9 @@ Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, enclosing_command_name, exclusive_nodes, is_decimal,
-                                  launcher_commands, manifest_of, non_ascii_number, requested_gpus_per_node,
-                                  srun_option)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, enclosing_command, enclosing_command_name,
+                                  exclusive_nodes, is_decimal, launcher_commands, manifest_of, non_ascii_number,
+                                  requested_gpus_per_node, srun_option)
 
 ID = "launch-master-port"
 SEVERITY = "error"
@@ -126,6 +126,21 @@ def _elastic(command, shell) -> bool:
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 
 
+def _logged(node) -> bool:
+    """The expansion is printed to the job's log: an argument of echo or printf, not `printf -v VAR`
+    and not written to a file (`echo "port: $MASTER_PORT" > dist.yaml` hands it on)."""
+    command = enclosing_command(node)
+    if command is None or enclosing_command_name(node) not in ("echo", "printf"):
+        return False
+    if any(arg.text == b"-v" for arg in command.children_by_field_name("argument")):
+        return False
+    parent = command.parent
+    if parent is not None and parent.type == "redirected_statement":
+        targets = [r.text.decode("utf-8", "replace") for r in parent.children if r.type == "file_redirect"]
+        return all(t.replace(" ", "") in (">&2", "1>&2", ">/dev/stderr", ">>/dev/stderr") for t in targets)
+    return True
+
+
 def _findings(script):
     shell = script.shell
     launchers = list(launcher_commands(shell))
@@ -134,9 +149,9 @@ def _findings(script):
     unread = bool(reads) and bool(launchers) and all(_elastic(c, shell) for c in launchers) and all(
         _AS_MASTER_PORT.search(script.lines[e.line - 1][:max(0, e.col - 1)]) for e in reads
         if 0 < e.line <= len(script.lines))
-    # a read only by echo or printf prints the port; nothing binds it (round thirty-nine: an unexported
-    # MASTER_PORT=29500 echoed beside torchrun's own --master_port)
-    used = {e.name for e in shell.expansions if enclosing_command_name(e.node) not in ("echo", "printf")}
+    # a read only by echo or printf to the log prints the port; nothing binds it (round thirty-nine: an
+    # unexported MASTER_PORT=29500 echoed beside torchrun's own --master_port)
+    used = {e.name for e in shell.expansions if not _logged(e.node)}
     for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None

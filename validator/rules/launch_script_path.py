@@ -50,7 +50,7 @@ def _printed(expansion) -> bool:
         if parent.type == "expansion" and re.match(r"^\$\{\w+:?\?", parent.text.decode("utf-8", "replace")):
             return True
         parent = parent.parent
-    return _command_name(node) in _NAMES_ONLY | _CONTENT
+    return enclosing_command_name(node) in _NAMES_ONLY | _CONTENT
 
 
 _SUBMIT = "SLURM_SUBMIT_DIR"
@@ -159,9 +159,6 @@ _FOLDER_CUT = re.compile(r"^\$\{#?\w+(\[[^]]*\])?%%?/")
 _RESOLVERS = {"readlink", "realpath"}
 
 
-_command, _command_name = enclosing_command, enclosing_command_name
-
-
 def _folder_taken(node) -> bool:
     """The expansion's folder is taken: an argument of dirname (also around readlink/realpath:
     `dirname "$(realpath "$0")"`), or a `${0%/*}` cut."""
@@ -171,12 +168,12 @@ def _folder_taken(node) -> bool:
             if up.type == "expansion" and _FOLDER_CUT.match(up.text.decode("utf-8", "replace")):
                 return True
             up = up.parent
-        name = _command_name(node)
+        name = enclosing_command_name(node)
         if name == "dirname":
             return True
         if name not in _RESOLVERS:
             return False
-        node = _command(node).parent  # readlink's output, as an argument of what encloses it
+        node = enclosing_command(node).parent  # readlink's output, as an argument of what encloses it
     return False
 
 
@@ -185,30 +182,44 @@ def _folder_uses(expansions, paths) -> list:
     variable assigned the path, plain or resolved (`SELF=$(readlink -f "$0")`; `dirname "$SELF"`)."""
     holders = {}
     for e in paths:
-        if e.node is not None and _command_name(e.node) in _RESOLVERS | {""}:
+        if e.node is not None and enclosing_command_name(e.node) in _RESOLVERS | {""}:
             name = _assigned_name(e.node)
             if name is not None:
                 holders.setdefault(name, []).append(e)
     folder_of_holder = {e.name for e in expansions if e.name in holders and e.node is not None and _folder_taken(e.node)}
     return [e for e in paths if e.node is not None
             and (_folder_taken(e.node) or (_assigned_name(e.node) in folder_of_holder
-                                           and _command_name(e.node) in _RESOLVERS | {""}))]
+                                           and enclosing_command_name(e.node) in _RESOLVERS | {""}))]
 
 
-def _derived_fallback(expansions, targets: set, submit: set) -> set:
-    """Holders of the script's folder whose every use derives another variable that an `if` reading
-    SLURM_SUBMIT_DIR sets to it: `SCRIPT_DIR=$(dirname "${BASH_SOURCE[0]}")`, `ROOT=$SCRIPT_DIR/..`, then
-    `if [ -f "$SLURM_SUBMIT_DIR/scripts/run.py" ]; then ROOT=$SLURM_SUBMIT_DIR; fi` (round thirty-five):
-    the spool path is the fallback for runs outside the repository, as in a direct holder's test."""
-    overridden = {_assigned_name(e.node) for e in expansions
-                  if e.name == _SUBMIT and e.node is not None and _guarded(e.node, submit, set())} - {None}
+def _derived_fallback(expansions, targets: set) -> set:
+    """Holders of the script's folder whose every use derives another variable that an `if` testing
+    SLURM_SUBMIT_DIR in its condition sets to it, read only after that `if`: `SCRIPT_DIR=$(dirname
+    "${BASH_SOURCE[0]}")`, `ROOT=$SCRIPT_DIR/..`, then `if [ -f "$SLURM_SUBMIT_DIR/scripts/run.py" ];
+    then ROOT=$SLURM_SUBMIT_DIR; fi` (round thirty-five): the spool path is the fallback for runs
+    outside the repository, as in a direct holder's test."""
+    overridden = {}  # variable -> end of the `if` that sets it to SLURM_SUBMIT_DIR
+    for e in expansions:
+        branch = _enclosing_if(e.node) if e.name == _SUBMIT else None
+        condition = branch.child_by_field_name("condition") if branch is not None else None
+        name = _assigned_name(e.node)
+        if name is not None and condition is not None and _SUBMIT.encode() in condition.text:
+            overridden.setdefault(name, branch.end_byte)
     out = set()
     for name in targets:
         uses = [e for e in expansions if e.name == name and e.node is not None]
         derived = {_assigned_name(e.node) for e in uses}
-        if uses and None not in derived and name not in derived and derived <= overridden:
+        if not uses or None in derived or name in derived or not derived <= overridden.keys():
+            continue
+        if all(e.node.start_byte > overridden[e.name] for e in expansions if e.name in derived and e.node is not None):
             out.add(name)
     return out
+
+
+def _enclosing_if(node):
+    while node is not None and node.type not in ("if_statement", "program"):
+        node = node.parent
+    return node if node is not None and node.type == "if_statement" else None
 
 
 def check(target):
@@ -227,7 +238,8 @@ def check(target):
     fallback = {e.name for e in expansions
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
-    fallback |= _derived_fallback(expansions, targets, submit)
+    if not target.strict:
+        fallback |= _derived_fallback(expansions, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _assigned_name(expansion.node) in fallback):

@@ -14,7 +14,7 @@ bash(1), exit); the strict profile asks for set -e before the first srun instead
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch, is_batch_script
+from validator.rules.base import GOOD_BATCH, WORK_PROGRAMS, bad_batch, is_batch_script
 from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -27,8 +27,7 @@ BAD = {"run.sbatch": BAD["run.sbatch"].replace(" train.py'\n", " train.py' | tee
 _TOP = {"program", "redirected_statement", "pipeline"}
 # Programs that do a job's work without srun: when one of them runs after the last srun, that srun
 # was a setup step and the job's status is the work's, as its author meant.
-_WORK = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
-                         "docker", "podman", "charmrun", "julia", "Rscript"}
+_WORK = WORK_PROGRAMS
 
 
 def _flags(command):

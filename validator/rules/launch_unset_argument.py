@@ -10,7 +10,7 @@ set -u doing its work (rounds twenty-one and twenty-four: 3 of 3 such findings j
 one's true finding was a tested switch). Our presets (the strict profile) keep every use reported.
 """
 from validator.rules.launch_strict_mode import _flags
-from validator.rules.base import is_decimal
+from validator.rules.base import in_function, is_decimal
 
 ID = "launch-unset-argument"
 SEVERITY = "error"
@@ -39,7 +39,7 @@ def check(target):
         text = expansion.node.text.decode("utf-8", "replace")
         if any(op in text for op in (":-", "-", ":=", "=", ":+", "+", ":?", "?")) and text.startswith("${"):
             continue
-        if _in_function(expansion.node):  # a function's own arguments
+        if in_function(expansion.node):  # a function's own arguments
             continue
         if not target.strict and not _tested(expansion.node):
             continue  # the job's input ($1 as a file or a value): without it, stopping is the right failure
@@ -69,9 +69,3 @@ def _tested(node) -> bool:
     return False
 
 
-def _in_function(node) -> bool:
-    while node is not None:
-        if node.type == "function_definition":
-            return True
-        node = node.parent
-    return False

@@ -100,8 +100,10 @@ def _engine_only(parsed, line: int) -> bool:
         return False
     token = hash_token(directive)
     end = token.end() if token else (directive.cut_at - 1 if directive.cut_at else len(directive.text))
-    found = [m.group(0) for m in PLACEHOLDER.finditer(directive.text, 0, end)]
-    return bool(found) and all(TEMPLATE.fullmatch(text) or HASH_TOKEN.fullmatch(text) for text in found)
+    found = list(PLACEHOLDER.finditer(directive.text, 0, end))
+    # matched in place: a template token may depend on what stands before it (`#SBATCH [gpu]`)
+    return bool(found) and all(TEMPLATE.fullmatch(directive.text, m.start(), m.end())
+                               or HASH_TOKEN.fullmatch(m.group(0)) for m in found)
 
 
 # `--nodes=NODES`, `--ntasks-per-node=RPN`, `--time=WTIME`: a bare capitalised name where a count, a

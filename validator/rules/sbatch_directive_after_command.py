@@ -6,13 +6,15 @@ later #SBATCH lines are ignored. Holds for: 22.05-26.05.
 Not reported: #SBATCH lines inside text the script writes for another job (a heredoc, or a quoted
 string over several lines that echo or printf writes to a file): they are that job's directives.
 In a script nobody here wrote (the default profile), an #SBATCH line is reported where only the
-script's set-up comes before it (set -ex, module load, mkdir -p logs: the header the author meant,
-cut by one early command; rounds one and nine, judged true). After the job's work (a training loop,
-a program run) the #SBATCH lines are a list kept for reference or a job quoted in notes, not this
+script's set-up comes before it (set -ex, module load, mkdir -p logs, eval "$(conda shell.bash hook)",
+sourcing ~/.bashrc in an `if`: the header the author meant, cut by one early command; rounds one and
+nine, judged true). After the job's work (a loop, a program run) the #SBATCH lines are a list kept for reference or a job quoted in notes, not this
 job's settings (round thirty-eight: an options glossary below the training loop; round seventeen: a
 debugging notes file; every round: 7 true of 136 judged).
 """
 import re
+
+from validator.rules.base import in_function
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
 SCOPE = "script"
@@ -39,19 +41,26 @@ def check(target):
 # folders for its logs, a note of where and when it runs.
 _SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
           "echo", "printf", "date", "hostname", "conda", "mamba", "micromamba", "spack", "trap", "declare",
-          "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep"}
-_CONTROL = re.compile(r"^(for|while|until|if|case|select)_statement$|^function_definition$")
+          "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep",
+          "eval", "which", "type", "command", "hash", "rm", "cp", "ln", "touch", "test", "[", "[[", "ls", "cat",
+          "scontrol", "squeue", "sinfo", "id", "uname", "nproc", "lscpu", "free", "df"}
+_LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
 
 
 def _first_work_line(shell) -> int | None:
-    """The line of the first command that is not set-up, or of the first loop, branch or function
-    (a block of the job's own logic), or None."""
-    lines = [c.line for c in shell.commands if c.name.rsplit("/", 1)[-1] not in _SETUP]
+    """The line of the first command that is not set-up (outside a function's body, which runs only
+    when called), or of the first loop, or None."""
+    lines = [c.line for c in shell.commands
+             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node)]
     stack = [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
-        if _CONTROL.match(node.type):
+        if node.type == "function_definition":
+            continue
+        if _LOOP.match(node.type):
             lines.append(node.start_point[0] + 1)
             continue
         stack.extend(node.children)
     return min(lines, default=None)
+
+

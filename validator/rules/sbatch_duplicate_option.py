@@ -18,6 +18,7 @@ value into the job's mail types until SchedMD commit fac544cef5 (first in slurm-
 --mail-type arguments will not be merged") made it keep the last. Below 25.05 its repeats are not
 reported.
 """
+import functools
 import re
 
 from validator.sbatch import before
@@ -39,11 +40,15 @@ ADDS_UP = {"mail-type", "acctg-freq", "exclude"}
 # slurm-22-05-0-1 and slurm-26-05-1-1)
 _MAIL_ALL = {"ALL", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT"}
 _MAX_HOSTS = 100_000
+_DIGITS = re.compile(r"[0-9]+")
 
 
-def _hosts(value: str) -> set | None:
+@functools.lru_cache(maxsize=256)  # the last line is compared with each earlier one
+def _hostlist_names(value: str) -> frozenset | None:
     """The node names of a hostlist (`n0145.savio3,gpu[01-04,7]`), or None where it is not a plain one
-    (a file name, a count, more names than _MAX_HOSTS)."""
+    (a file name, a count, more names than _MAX_HOSTS). A range keeps the width of its first number
+    (hostlist.c: the width is strlen of the low end, slurm-26-05-1-1); only ASCII digits count, as
+    strtoul reads them."""
     items, depth, start = [], 0, 0
     for i, char in enumerate(value):
         depth += (char == "[") - (char == "]")
@@ -59,7 +64,7 @@ def _hosts(value: str) -> set | None:
                 numbers = []
                 for part in piece[1:-1].split(","):
                     low, _, high = part.partition("-")
-                    if not low.isdigit() or (high and not high.isdigit()):
+                    if not _DIGITS.fullmatch(low) or (high and not _DIGITS.fullmatch(high)):
                         return None
                     count = int(high or low) - int(low) + 1
                     if count < 1 or len(names) * count > _MAX_HOSTS:
@@ -73,18 +78,21 @@ def _hosts(value: str) -> set | None:
         out.update(names)
         if len(out) > _MAX_HOSTS:
             return None
-    return out - {""} or None
+    return frozenset(out - {""}) or None
 
 
-def _covers(name: str, last: str | None, first: str | None) -> bool:
+def _holds_every_part(name: str, last: str | None, first: str | None) -> bool:
     """The last value holds every part of the first: --exclude's nodes, --mail-type's events (ALL holds
-    the events sbatch.1 lists for it), --acctg-freq's comma-separated parts."""
+    the events sbatch.1 lists for it; NONE, even beside others, asks for none: parse_mail_type() in
+    src/common/proc_args.c stops at it, slurm-26-05-1-1), --acctg-freq's comma-separated parts."""
     if last is None or first is None:
         return False
     if name == "exclude":
-        later, earlier = _hosts(last), _hosts(first)
+        later, earlier = _hostlist_names(last), _hostlist_names(first)
         return later is not None and earlier is not None and earlier <= later
     later, earlier = {p.strip().upper() for p in last.split(",")}, {p.strip().upper() for p in first.split(",")}
+    if name == "mail-type" and "NONE" in later:
+        return earlier <= {"NONE"}
     if name == "mail-type" and "ALL" in later:
         later |= _MAIL_ALL
     return earlier <= later
@@ -93,13 +101,14 @@ def _covers(name: str, last: str | None, first: str | None) -> bool:
 def _kept_whole(options) -> set:
     """(component, name) of the options whose last value holds every part of each earlier one."""
     last = {(o.component, o.name): o for o in options if o.name in ADDS_UP}
-    return {key for key, final in last.items()
-            if all(_covers(key[1], final.value, o.value) for o in options
-                   if (o.component, o.name) == key and o is not final)}
+    repeated = {key for key in last if sum((o.component, o.name) == key for o in options) > 1}
+    return {key for key in repeated
+            if all(_holds_every_part(key[1], last[key].value, o.value) for o in options
+                   if (o.component, o.name) == key and o is not last[key])}
 
 
 def check(target):
-    kept_whole = _kept_whole(target.script.parsed.options)
+    kept_whole = set() if target.strict else _kept_whole(target.script.parsed.options)
     seen = {}
     for option in target.script.parsed.options:
         if option.name is None or option.name in REPEATABLE or (option.name not in ADDS_UP and not target.strict):
