@@ -30,6 +30,7 @@ libsrun/srun_job.c at slurm-22-05-0-1).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
+import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, as_int, backgrounded, bad_batch, exclusive_nodes,
@@ -506,25 +507,53 @@ def _never_waited(shell, command) -> bool:
         return False
     if _ONE_PROGRAM.search(" ".join(a.raw for a in command.args)):
         return False
+    facts = _wait_facts(shell)
     own = _pid_variable(command.node)
-    if own is not None and any(e.name == own for e in shell.expansions):
+    if facts.wait_in_function or (own is not None and own in facts.read):
+        return False  # a wait in a function may be called on this step; a kept PID read again is watched
+    later = bisect.bisect_right(facts.wait_starts, command.node.start_byte)
+    if not facts.all_collect_others_from[later]:
+        return False  # a wait after it may collect this step
+    return later < len(facts.wait_starts) or facts.last_work_start > command.node.end_byte
+
+
+class _WaitFacts:
+    """What _never_waited asks of a script, read once (a script of 10,000 background sruns stays linear).
+    A wait "collects others" when each of its words reads only variables that keep some background
+    command's `$!` (a PID variable read again is ruled out before, so this one's is not among them)."""
+
+    def __init__(self, shell):
+        self.read = {e.name for e in shell.expansions}
+        pids = {_pid_variable(c.node) for c in shell.commands if c.node is not None and backgrounded(c)} - {None}
+        waits = sorted((w for w in shell.named("wait") if w.node is not None), key=lambda w: w.node.start_byte)
+        self.wait_in_function = any(in_function(w.node) for w in waits)
+        self.wait_starts = [w.node.start_byte for w in waits]
+        collects_others = [_collects_only(w, pids) for w in waits]
+        self.all_collect_others_from = [True] * (len(waits) + 1)
+        for i in range(len(waits) - 1, -1, -1):
+            self.all_collect_others_from[i] = collects_others[i] and self.all_collect_others_from[i + 1]
+        self.last_work_start = max((c.node.start_byte for c in shell.commands if c.node is not None
+                                    and c.name.rsplit("/", 1)[-1] in WORK_PROGRAMS | {"srun"} and not backgrounded(c)),
+                                   default=-1)
+
+
+def _collects_only(wait, pids: set) -> bool:
+    """`wait "$MPI_PID"`: every word reads only PID variables; not a bare wait, -n, %1, $!, $(jobs -p)."""
+    if not wait.args:
         return False
-    others = {_pid_variable(c.node) for c in shell.commands
-              if c is not command and c.node is not None and backgrounded(c)} - {None, own}
-    waits_for_other = False
-    for wait in shell.named("wait"):
-        if wait.node is None or in_function(wait.node):
-            if wait.node is not None:
-                return False  # a wait in a function may be called on this step
-            continue
-        if wait.node.start_byte < command.node.start_byte:
-            continue
-        for word in wait.args or [None]:
-            names = re.findall(r"\$\{?(\w+)", word.raw) if word is not None else []
-            if word is None or "$!" in word.raw or "$(" in word.raw or not names or any(n not in others for n in names):
-                return False
-        waits_for_other = True
-    return waits_for_other or _foreground_work_after(shell, command)
+    for word in wait.args:
+        names = re.findall(r"\$\{?(\w+)", word.raw)
+        if "$!" in word.raw or "$(" in word.raw or not names or any(n not in pids for n in names):
+            return False
+    return True
+
+
+def _wait_facts(shell) -> _WaitFacts:
+    facts = getattr(shell, "_wait_facts", None)
+    if facts is None:
+        facts = _WaitFacts(shell)
+        shell._wait_facts = facts
+    return facts
 
 
 def _pid_variable(node) -> str | None:
@@ -543,13 +572,6 @@ def _pid_variable(node) -> str | None:
 
 
 
-def _foreground_work_after(shell, command) -> bool:
-    """The job's work runs in the foreground after the step: srun, an MPI launcher, python, torchrun."""
-    end = command.node.end_byte
-    return any(c.node is not None and c.node.start_byte > end and not backgrounded(c)
-               and c.name.rsplit("/", 1)[-1] in WORK_PROGRAMS | {"srun"} for c in shell.commands)
-
-
 def check(target):
     shell = target.script.shell
     for a in shell.assignments:  # a name srun never reads: the steps are not killed
@@ -564,8 +586,8 @@ def check(target):
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
         if kill is not None or _ends_after_first_exit(shell, own):
             continue
-        if (not target.strict and _never_waited(shell, command)) \
-                or _one_task(shell, target.script.parsed, own, target.strict) or _independent(shell, command):
+        if _one_task(shell, target.script.parsed, own, target.strict) or _independent(shell, command) \
+                or (not target.strict and _never_waited(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,
                "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")
