@@ -223,11 +223,11 @@ PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Z
                          r"|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]))\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 # In the value of an option that names the person's own project or the cluster's queues and features
-# (-A, -p, -q, -C and their long names, --reservation): a run of capital X's, a word of x's or of stars
+# (--account, --partition, --qos, --reservation, --constraint): a run of capital X's, a word of x's or of stars
 # (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`, `--account=project_xxxxxxxxx`). In a file name (`xxx.out`,
 # `run_XXX_%j.out`) they are a name.
 _FILL_RUN = re.compile(r"(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3,})(?![A-Za-z0-9*])")
-_WHOSE_VALUE = {"-A", "-p", "-q", "-C", "--account", "--partition", "--qos", "--reservation", "--constraint"}
+_FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
@@ -271,7 +271,11 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     # A template ({{ nodes }}, -A <ACCOUNT>): its directives are not sbatch's yet, and a placeholder with
     # a blank reads as two arguments; sbatch-bad-value says once that the file is a template.
     script.template_lines = [d.line for d in script.directives if _TEMPLATE.search(d.text)]
-    script.placeholder_lines = [d.line for d in script.directives if placeholder(d) is not None]
+    on_line = {}
+    for option in script.options:
+        on_line.setdefault(option.line, []).append(option)
+    script.placeholder_lines = [d.line for d in script.directives
+                                if placeholder(d, on_line.get(d.line, ())) is not None]
     if script.placeholder_lines:
         for option in script.options:
             if option.line in script.placeholder_lines:
@@ -279,31 +283,29 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     return script
 
 
-def placeholder(directive: Directive):
+def placeholder(directive: Directive, options=()):
     """The first placeholder in a directive's arguments (not in the comment after an unescaped '#'),
-    as a match on directive.text, or None."""
+    as a match on directive.text, or None. `options` are the directive's resolved options (for the
+    runs of X's in an account's or a partition's value)."""
     end = directive.cut_at - 1 if directive.cut_at else len(directive.text)
     token = hash_token(directive)
     found = PLACEHOLDER.search(directive.text, len(MAGIC), token.end() if token else end)
-    return found if found is not None else _fill_run(directive, end)
+    return found if found is not None else _fill_run(directive, options, end)
 
 
-def _fill_run(directive: Directive, end: int):
-    """A run of X's, x's or stars in the value of -A/-p/-q/-C and their long names, as a match on
-    directive.text, or None."""
-    for i, token in enumerate(directive.tokens):
-        name, _, value = token.raw.partition("=")
-        start = token.col - 1 + len(name) + 1
-        if name in _WHOSE_VALUE and not value and i + 1 < len(directive.tokens):
-            start = directive.tokens[i + 1].col - 1
-        elif name[:2] in ("-A", "-p", "-q", "-C") and len(name) > 2 and not name.startswith("--"):
-            start = token.col - 1 + 2  # -Aproj_xxx
-        elif name not in _WHOSE_VALUE:
+def _fill_run(directive: Directive, options, end: int):
+    """A run of X's, x's or stars in the value of --account, --partition, --qos, --reservation or
+    --constraint (as resolve_options read the line: -A, --acc=, -Aproj), as a match on directive.text,
+    or None."""
+    for option in options:
+        if option.line != directive.line or option.name not in _FILL_OPTIONS or not option.value:
             continue
-        stop = min(end, start + len(directive.text[start:].split(None, 1)[0]) if directive.text[start:].strip() else start)
-        found = _FILL_RUN.search(directive.text, start, stop)
-        if found is not None:
-            return found
+        # at or after the option: -Aproj, -A proj, --account=proj
+        start = directive.text.find(option.value, option.col - 1)
+        if 0 <= start < end:
+            found = _FILL_RUN.search(directive.text, start, min(end, start + len(option.value)))
+            if found is not None:
+                return found
     return None
 
 

@@ -259,9 +259,10 @@ def parse_shell(text: str) -> ShellScript:
         # `<<README ... README` with no command: bash runs a null command with that heredoc (a block
         # comment, shellcheck's SC2188); tree-sitter-bash makes an error of it and reads the lines of the
         # text as commands. Read it as `:<<README` (one column later on that line only).
-        fixed = _parser().parse(_BARE_HEREDOC.sub(rb"\1:\2", data))
+        rewritten = _BARE_HEREDOC.sub(rb"\1:\2", data)
+        fixed = _parser().parse(rewritten)
         if not fixed.root_node.has_error:
-            tree, data = fixed, _BARE_HEREDOC.sub(rb"\1:\2", data)
+            tree, data = fixed, rewritten
     out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node, columns=_Columns(data))
     saved, _pos = _pos, out.columns
     try:

@@ -463,11 +463,17 @@ def backgrounded(command) -> bool:
     return following is not None and following.type == "&"
 
 
+def enclosing(node, kinds):
+    """The nearest node of one of `kinds` at or above `node` (None when there is none)."""
+    while node is not None and node.type not in kinds:
+        node = node.parent
+    return node
+
+
 def enclosing_command(node):
     """The simple command (tree-sitter 'command' node) a word or expansion is part of, or None."""
-    while node is not None and node.type not in ("command", "program"):
-        node = node.parent
-    return node if node is not None and node.type == "command" else None
+    found = enclosing(node, ("command", "program"))
+    return found if found is not None and found.type == "command" else None
 
 
 def enclosing_command_name(node) -> str:
@@ -479,8 +485,4 @@ def enclosing_command_name(node) -> str:
 
 def in_function(node) -> bool:
     """The node is inside a function's body (it runs only when the function is called)."""
-    while node is not None:
-        if node.type == "function_definition":
-            return True
-        node = node.parent
-    return False
+    return enclosing(node, ("function_definition",)) is not None

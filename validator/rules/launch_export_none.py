@@ -43,7 +43,7 @@ def _may_start_steps(shell, strict: bool = True) -> bool:
         name = full.rsplit("/", 1)[-1]
         if name in _STEP_STARTERS:
             return True
-        if name in ("bash", "sh") and any(not (a.value or a.raw).startswith("-") for a in command.args):
+        if _runs_a_script(command):
             return True  # another script: it may srun
         if name in _SHELL_ONLY or name in ("bash", "sh") or "$" in name[1:]:
             continue  # shell-only work (or a word the parser could not make a command of)
@@ -71,8 +71,15 @@ def _runs_by_path(srun, shell) -> bool:
 
 
 def _other_starters(shell) -> bool:
-    """A launcher besides srun (mpirun, torchrun, another script) starts steps the srun words do not show."""
-    return any(c.name.rsplit("/", 1)[-1] in _STEP_STARTERS - {"srun"} for c in shell.commands)
+    """A launcher besides srun (mpirun, torchrun) or another script run by bash starts steps the srun
+    words do not show."""
+    return any(c.name.rsplit("/", 1)[-1] in _STEP_STARTERS or _runs_a_script(c) for c in shell.commands)
+
+
+def _runs_a_script(command) -> bool:
+    """`bash run.sh`, `sh ./stage.sh`: bash or sh given a script (a word that is no option)."""
+    return command.name.rsplit("/", 1)[-1] in ("bash", "sh") and any(not (a.value or a.raw).startswith("-")
+                                                                      for a in command.args)
 
 
 def check(target):

@@ -570,8 +570,6 @@ def _pid_variable(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
-
-
 def check(target):
     shell = target.script.shell
     for a in shell.assignments:  # a name srun never reads: the steps are not killed

@@ -12,9 +12,10 @@ Not reported where node 0's value does no harm:
   assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank
   with --rdzv_backend c10d likewise: its multi-GPU launcher and DeepSpeed's "standard" launcher hand
   it to torch.distributed.run as node_rank (prepare_multi_gpu_env, prepare_deepspeed_cmd_env in
-  src/accelerate/utils/launch.py at accelerate 16cb6eb8, v1.14), and the pdsh launcher never reads
-  it; only DeepSpeed's "nossh" launcher passes it on as the node rank, reported where the words say
-  nossh (round forty's ESM guidance and round two's alignment handbook: judged false);
+  src/accelerate/utils/launch.py, the same lines at the v1.13.0 and v1.14.0 tags and at main
+  16cb6eb8), and the pdsh launcher never reads it; only DeepSpeed's "nossh" launcher passes it on
+  as the node rank, reported where the words say nossh (round forty's ESM guidance and round two's
+  alignment handbook: judged false);
 - `CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` in a job that binds GPUs per task (--ntasks-per-gpu implies
   --tres-bind=gres/gpu:single, --gpus-per-task implies per_task: sbatch.1 at slurm-26-05-3-1):
   Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
@@ -29,7 +30,7 @@ Not reported where node 0's value does no harm:
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script
+from validator.rules.base import GOOD_BATCH, bad_batch, enclosing, is_batch_script
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -64,10 +65,6 @@ def _one_value(parsed, name: str) -> bool:
     return name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks"))
 
 
-def _enclosing(node, kinds):
-    while node is not None and node.type not in kinds:
-        node = node.parent
-    return node
 
 
 def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
@@ -79,7 +76,7 @@ def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
     line_start = data.rfind(b"\n", 0, node.start_byte) + 1
     if not _RANK_OPTION.search(data[line_start:node.start_byte].decode("utf-8", "replace")):
         return False
-    scope = _enclosing(node, ("string", "raw_string", "command", "program"))
+    scope = enclosing(node, ("string", "raw_string", "command", "program"))
     if scope is not None and scope.type == "string" and scope.parent is not None and scope.parent.type == "command":
         scope = scope.parent  # a quoted argument: the command's other words say the backend
     if scope is None:
@@ -96,7 +93,7 @@ def _read_beyond_printing(script, names: set) -> set:
     out = set()
     for expansion in script.shell.expansions:
         if expansion.name in names and expansion.name not in out:
-            command = _enclosing(expansion.node, ("command", "program"))
+            command = enclosing(expansion.node, ("command", "program"))
             called = command.child_by_field_name("name") if command is not None and command.type == "command" else None
             if called is None or called.text.decode("utf-8", "replace") not in _PRINTS:
                 out.add(expansion.name)
@@ -105,7 +102,7 @@ def _read_beyond_printing(script, names: set) -> set:
 
 def _printed(expansion) -> bool:
     """The expansion is an argument of echo or printf (not inside a $( ) that feeds another command)."""
-    command = _enclosing(expansion.node, ("command", "program", "command_substitution"))
+    command = enclosing(expansion.node, ("command", "program", "command_substitution"))
     called = command.child_by_field_name("name") if command is not None and command.type == "command" else None
     return called is not None and called.text.decode("utf-8", "replace") in _PRINTS
 
@@ -116,7 +113,7 @@ def _printed_in_heredoc(expansion, lines: list[bytes]) -> bool:
     (`;`, `&&`, `||`, `|`, `$(`): the batch shell's value lands in a log line only (round twenty-six:
     `echo "Task \${SLURM_PROCID}: RANK=${SLURM_PROCID}"` beside the escaped `export RANK=\$SLURM_PROCID`
     that the training reads). `lines` are the script's bytes split at newlines, as tree-sitter counts."""
-    if _enclosing(expansion.node, ("heredoc_body",)) is None or not 0 < expansion.line <= len(lines):
+    if enclosing(expansion.node, ("heredoc_body",)) is None or not 0 < expansion.line <= len(lines):
         return False
     line = lines[expansion.line - 1].decode("utf-8", "replace")
     before = line[:max(0, expansion.col - 1)]
@@ -138,7 +135,7 @@ def _exported_functions(data: bytes) -> set:
 
 
 def _in_exported_function(node, exported: set) -> bool:
-    function = _enclosing(node, ("function_definition",))
+    function = enclosing(node, ("function_definition",))
     name = function.child_by_field_name("name") if function is not None else None
     return name is not None and name.text.decode("utf-8", "replace") in exported
 

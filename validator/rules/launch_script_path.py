@@ -22,7 +22,8 @@ profile) keep every use reported.
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, enclosing_command, enclosing_command_name, is_batch_script
+from validator.rules.base import (GOOD_BATCH, bad_batch, enclosing, enclosing_command, enclosing_command_name,
+                                  is_batch_script)
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -200,7 +201,7 @@ def _derived_fallback(expansions, targets: set) -> set:
     outside the repository, as in a direct holder's test."""
     overridden = {}  # variable -> end of the `if` that sets it to SLURM_SUBMIT_DIR
     for e in expansions:
-        branch = _enclosing_if(e.node) if e.name == _SUBMIT else None
+        branch = enclosing(e.node, ("if_statement",)) if e.name == _SUBMIT else None
         condition = branch.child_by_field_name("condition") if branch is not None else None
         name = _assigned_name(e.node)
         if name is not None and condition is not None and _SUBMIT.encode() in condition.text:
@@ -216,10 +217,6 @@ def _derived_fallback(expansions, targets: set) -> set:
     return out
 
 
-def _enclosing_if(node):
-    while node is not None and node.type not in ("if_statement", "program"):
-        node = node.parent
-    return node if node is not None and node.type == "if_statement" else None
 
 
 def check(target):

@@ -130,7 +130,7 @@ def check(target):
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
         directive = next(d for d in parsed.directives if d.line == line)
-        found = placeholder(directive)
+        found = placeholder(directive, [o for o in parsed.options if o.line == line])
         yield (script.display, line, found.start() + 1,
                f"'{found.group(0)}' is a template placeholder: this file is a template (reported once, for every "
                "placeholder line); fill in or render it before sbatch")
