@@ -180,6 +180,31 @@ ALWAYS_SET_IN_BATCH_JOB = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_N
                                      "SLURM_JOB_CPUS_PER_NODE", "SLURM_CLUSTER_NAME"})
 
 
+# --mail-type's events as parse_mail_type() in src/common/proc_args.c reads them (the same list at
+# slurm-22-05-0-1 and slurm-26-05-1-1): comma-separated, any case; NONE ends the list; a word it does
+# not know is skipped; a value with no event it knows (and no NONE) is INFINITE16, which
+# arg_set_mail_type() in src/common/slurm_opt.c refuses ("Invalid --mail-type specification").
+MAIL_EVENTS = frozenset({"NONE", "ARRAY_TASKS", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "ALL",
+                         "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50"})
+# --mail-type=ALL is "equivalent to BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE, and STAGE_OUT" (sbatch.1 at
+# slurm-22-05-0-1 and slurm-26-05-1-1)
+MAIL_ALL = frozenset({"ALL", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT"})
+
+
+def mail_events(value: str) -> tuple[list[str], list[str]]:
+    """(events sbatch keeps, words it skips) of a --mail-type value, read as parse_mail_type() reads it:
+    strtok_r on ',' (empty parts vanish), xstrcasecmp, and nothing after NONE."""
+    kept, skipped = [], []
+    for word in (part for part in value.split(",") if part):
+        if word.upper() not in MAIL_EVENTS:
+            skipped.append(word)
+            continue
+        kept.append(word.upper())
+        if word.upper() == "NONE":
+            break
+    return kept, skipped
+
+
 # A tool's own bracketed token, filled by its Python before sbatch (round thirty-three: a Ray
 # autoscaler's [_DEPLOY_HEAD_CPUS_], a [_PY_ADD_SLURM_CMD_] line), in directives and in the body.
 BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")

@@ -16,11 +16,14 @@ src/slurmctld/agent.c; every call of it, in job_mgr.c, node_scheduler.c and the 
 is under a test such as `job_ptr->mail_type & MAIL_JOB_END`, at slurm-22-05-0-1 and
 slurm-26-05-1-1; sbatch.1: "state changes as defined by --mail-type"). A --mail-type given on the sbatch command line is not in the
 script: a wrapper that passes it makes the finding true and unreported.
+A --mail-type word that parse_mail_type() (src/common/proc_args.c) does not know: alone, the value is
+INFINITE16 and arg_set_mail_type() refuses it; beside known events it is skipped (the same code at
+slurm-22-05-0-1 and slurm-26-05-1-1).
 Holds for: 22.05-26.05.
 """
 import re
 
-from validator.sbatch import placeholder
+from validator.sbatch import mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -147,6 +150,27 @@ def check(target):
                    f"--{option.name}={value}: sbatch never expands variables in #SBATCH lines; "
                    "pass the value on the sbatch command line instead")
             continue
+        if option.name == "mail-type":
+            yield from _mail_type(script, option)
+            continue
         kind = TYPES.get(option.name)
         if kind and not kind[0].fullmatch(value) and value.lower() not in _UNLIMITED.get(option.name, ()):
             yield (script.display, option.line, option.col, f"--{option.name}={value} is not {kind[1]}; sbatch rejects it")
+
+
+def _mail_type(script, option):
+    """A --mail-type word parse_mail_type() does not know (START, ABORT): alone, sbatch refuses the job;
+    beside known events, it is skipped and that mail never comes (round thirty-nine's warpx-hall job asks
+    `--mail-type=START,END,FAIL`: END and FAIL are mailed, the start is not)."""
+    kept, skipped = mail_events(option.value)
+    if not skipped:
+        return
+    known = "BEGIN, END, FAIL, REQUEUE, ALL, NONE, TIME_LIMIT[_90|_80|_50], ARRAY_TASKS, INVALID_DEPEND, STAGE_OUT"
+    words = ", ".join(skipped)
+    if not kept:
+        yield (script.display, option.line, option.col,
+               f"--mail-type={option.value}: no event sbatch knows ({known}); sbatch rejects it")
+    else:
+        yield (script.display, option.line, option.col,
+               f"--mail-type={option.value}: sbatch skips {words} (not an event: {known}) and mails only for "
+               f"{','.join(kept)}")

@@ -21,7 +21,7 @@ reported.
 import functools
 import re
 
-from validator.sbatch import before
+from validator.sbatch import MAIL_ALL, before
 
 MAIL_TYPE_LAST_WINS = "25.05"  # fac544cef5, src/common/slurm_opt.c
 ID = "sbatch-duplicate-option"
@@ -36,9 +36,6 @@ REPEATABLE = {"constraint", "gres", "licenses", "dependency"}
 ADDS_UP = {"mail-type", "acctg-freq", "exclude"}
 
 
-# --mail-type=ALL is "equivalent to BEGIN, END, FAIL, INVALID_DEPEND, REQUEUE, and STAGE_OUT" (sbatch.1 at
-# slurm-22-05-0-1 and slurm-26-05-1-1)
-_MAIL_ALL = {"ALL", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT"}
 _MAX_HOSTS = 100_000
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -94,7 +91,7 @@ def _holds_every_part(name: str, last: str | None, first: str | None) -> bool:
     if name == "mail-type" and "NONE" in later:
         return earlier <= {"NONE"}
     if name == "mail-type" and "ALL" in later:
-        later |= _MAIL_ALL
+        later |= MAIL_ALL
     return earlier <= later
 
 
