@@ -2,7 +2,13 @@
 
 Premise: /tmp, /var/tmp and /dev/shm are shared by every user and job on the node; a fixed name
 collides or can be planted. Holds for: every Slurm release (no Slurm behaviour involved).
+Not while the job holds its nodes alone (`--exclusive`, no value: "the job allocation can not share
+nodes with other running jobs", sbatch.1 at slurm-26-05-1-1; "The job allocation can not share nodes
+with other running jobs" at slurm-22-05-0-1; =user and =mcs let other jobs in: base.exclusive_nodes): no other job runs beside it to collide with or plant files
+while it runs (round thirty-six: two judged false on Pawsey's --exclusive mnist job). The strict
+profile keeps it: a folder left by an earlier job can still be in the way.
 """
+from validator.rules.base import exclusive_nodes
 
 ID = "security-world-writable"
 SEVERITY = "warning"
@@ -21,6 +27,8 @@ def _shared(text):
 
 def check(target):
     script = target.script
+    if not target.strict and exclusive_nodes(script.parsed):
+        return  # no other job shares the node while this one runs
     for name in ("output", "error", "chdir"):
         for option in script.parsed.get(name):
             value = option.value or ""
