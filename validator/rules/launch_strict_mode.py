@@ -97,8 +97,11 @@ def _risks(script):
         yield forced
     sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
     for command in sruns:
-        parent = command.node.parent
-        if not pipefail and parent.type == "pipeline" and parent.children[-1] is not command.node:
+        element = command.node  # `srun ... 2>&1 | tee log`: the pipeline's element is the redirected statement
+        while element.parent is not None and element.parent.type == "redirected_statement":
+            element = element.parent
+        parent = element.parent
+        if not pipefail and parent is not None and parent.type == "pipeline" and parent.children[-1] is not element:
             last = parent.children[-1].text.decode("utf-8", "replace").split(None, 1)
             name = last[0].rsplit("/", 1)[-1][:40] if last else "the last command"
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
