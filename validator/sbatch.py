@@ -216,9 +216,10 @@ BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
 # sbatch never expands, nor {LIMIT_TIME}, which reads as a value for a person to fill in).
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@"
                        r"|(?<![{$])\{[a-z_(][^{}\n]{0,120}\}(?!\})"
-                       # tokens a tool's sed or a test harness replaces: __NODES__, %WALLTIME% (two capitals
+                       # tokens a tool's sed or a test harness replaces: __NODES__, _NTASKS_ (round forty-seven:
+                       # NERSC's podman benchmarks, filled by their submit.sh's sed), %WALLTIME% (two capitals
                        # at least after '%', so sbatch's own %A_%a stays a filename pattern)
-                       r"|\b__[A-Z][A-Z0-9_]{0,62}__\b|%[A-Z]{2}[A-Z0-9_]{0,62}%"
+                       r"|\b__?[A-Z][A-Z0-9_]{0,62}__?\b|%[A-Z]{2}[A-Z0-9_]{0,62}%"
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
