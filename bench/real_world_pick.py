@@ -33,8 +33,11 @@ JUDGED = [ROOT / "docs" / "real-world-judgements.tsv", ROOT / "docs" / "real-wor
 # scripts, not job scripts (rounds seventeen and eighteen drew a notes .log and four READMEs).
 NOT_A_SCRIPT = re.compile(r"\.(md|markdown|rst|txt|py|ipynb|html|shtml|yaml|yml|json|j2|jinja|tmpl|tpl|in|tex|c|cpp|f90|go|rs|js|ts"
                           r"|log|out|err)$|(^|/)README[^/]*$", re.I)
-LAUNCHES = re.compile(r"^\s*[^#\n]*\b(srun|mpirun|mpiexec|torchrun|deepspeed|accelerate|python3?|apptainer|"
-                      r"singularity|julia|Rscript|\./\S+)\b", re.M)
+# `./wrf.exe` counts too: before round fifty-one the `\b` in front of `\./` never matched (no word
+# character before a '.' at a line's start or after a blank), so a job that runs `./prog` in the batch
+# shell was drawn only when another launch word was in it (round forty-six's judge found it).
+LAUNCHES = re.compile(r"^\s*[^#\n]*(?:\b(srun|mpirun|mpiexec|torchrun|deepspeed|accelerate|python3?|apptainer|"
+                      r"singularity|julia|Rscript)\b|(?<![\w./])\./[\w.+-]+)", re.M)
 DIRECTIVE = r"^#SBATCH[[:space:]]+-"
 
 

@@ -62,3 +62,14 @@ def test_tuning_and_held_out_parts_are_scored_apart(tmp_path, monkeypatch, capsy
     tuning, held = out.split("held-out part")
     assert "| own rules | 1 | 1 | 100 % | 0 |" in tuning
     assert "| own rules | 0 | 1 | 0 % | 0 |" in held
+
+
+@pytest.mark.parametrize("line, launches", [
+    ("./wrf.exe\n", True), ("  ./a.out > log\n", True), ("time ./prog -n 4\n", True),
+    ("mpirun ./x\n", True), ("srun hostname\n", True),
+    ("# ./commented\n", False), ("cd ../run\n", False), ("echo a/./b\n", False), ("cat notes\n", False),
+])
+def test_pick_counts_a_program_run_by_its_path_as_a_launch_line(line, launches):
+    """Round forty-six's judge: `\\b` before `\\./` never matched, so `./wrf.exe` alone drew no job."""
+    pick = _load("real_world_pick")
+    assert bool(pick.LAUNCHES.search(line)) is launches
