@@ -5,7 +5,9 @@ job (bash(1), SHELL BUILTIN COMMANDS).
 Holds for: every Slurm release (no Slurm behaviour involved).
 It is an injection only where the text comes from outside the script's control. Not reported:
 literal text; the output of a program that prints shell code meant for eval (conda's, mamba's and
-micromamba's shell hooks, pixi shell-hook, pyenv init, getopt, which quotes what it prints); Slurm's
+micromamba's shell hooks, pixi shell-hook, pyenv init, spack load --sh (its --sh "print sh commands
+to load the package": lib/spack/spack/cmd/load.py at v0.23.1; round fifty-four's `eval \`spack load --sh
+miniconda3\``), getopt, which quotes what it prints); Slurm's
 own variables (SLURM_JOB_NODELIST turned into a brace expansion) passed through text filters (sed,
 tr, awk);
 variables the script itself sets only from such text (a template kept in the script); the script's
@@ -30,7 +32,7 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\neval \"$(cat /shared/setup.cmd)\"\n"}
 
 # Programs whose output is shell code written for eval, or text derived only from their input.
-_CODE_PRINTERS = {"conda", "mamba", "micromamba", "pixi", "pyenv", "getopt", "dircolors", "ssh-agent"}
+_CODE_PRINTERS = {"conda", "mamba", "micromamba", "pixi", "pyenv", "spack", "getopt", "dircolors", "ssh-agent"}
 _FILTERS = {"sed", "tr", "awk", "cut", "echo", "printf", "head", "tail", "sort", "uniq", "paste", "seq",
             "basename", "dirname", "hostname", "date", "scontrol"}
 _DEPTH = 3  # variables set from variables: a template is a level or two deep
