@@ -26,3 +26,16 @@ def test_err_case(case):
     assert expected, "an err case must expect at least one finding"
     assert proc.returncode in (1, 2), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# security-eval is strict-only (a policy of our presets): its harmless readings (shell hooks, getopt, the
+# script's own arguments, spack load --sh) must hold where it runs, so these ok/ cases run --strict too.
+STRICT_SILENT_EVAL = ["foreign-eval-getopt", "foreign-eval-hooks", "foreign-eval-own-args",
+                      "foreign-eval-own-arguments", "foreign-eval-spack-load"]
+
+
+@pytest.mark.parametrize("name", STRICT_SILENT_EVAL)
+def test_harmless_eval_is_silent_in_the_strict_profile_too(name):
+    proc = run_validator("--strict", str(FIXTURES / "ok" / f"{name}.sbatch"))
+    assert "[security-eval]" not in proc.stdout
+    assert "Traceback" not in proc.stderr
