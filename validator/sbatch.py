@@ -252,10 +252,10 @@ PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Z
 # (--account, --partition, --qos, --reservation, --constraint): a run of capital X's, a word of x's or of stars
 # (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`, `--account=project_xxxxxxxxx`). In a file name (`xxx.out`,
 # `run_XXX_%j.out`) they are a name.
-# Also a word between runs of stars (`-A ***CHANGE***`, round forty-six) and a bare ellipsis (`-A ...`,
-# round forty-four's PDC jobs): both seen unreported.
+# Also a word between runs of stars (`-A ***CHANGE***`, round forty-six), a bare ellipsis (`-A ...`,
+# round forty-four's PDC jobs) and a bare TODO (`--account=TODO`, round fifty-one): all seen unreported.
 _FILL_RUN = re.compile(r"(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3,}|\*{2,}[A-Za-z_]+\*{2,})(?![A-Za-z0-9*])"
-                       r"|(?<![\w.])\.{3,}(?![\w.])")
+                       r"|(?<![\w.])\.{3,}(?![\w.])|(?<![\w-])TODO(?![\w-])")
 _FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
