@@ -205,6 +205,40 @@ def mail_events(value: str) -> tuple[list[str], list[str]]:
     return kept, skipped
 
 
+class SlurmTime:
+    """A time limit as sbatch reads it: _is_valid_timespec() in src/common/parse_time.c (the same at
+    slurm-22-05-0-1 and slurm-26-05-1-1): only ASCII digits, '-' and ':'; at least one run of digits;
+    at most one '-', never after a ':'; at most two ':'; with a '-', one ':' needs 3 runs of digits
+    and two need 4; without, 2 and 3. So `2-` passes (two days: sscanf "%d-%d:%d:%d"), `90:` does not; `-1`
+    is INFINITE (time_str2secs). Round twenty-three: `--time=2-` was reported and is valid."""
+
+    def fullmatch(self, value: str) -> bool:
+        if value == "-1":
+            return True
+        if not value or any(ch not in "0123456789-:" for ch in value):
+            return False
+        runs = len(re.findall(r"[0-9]+", value))
+        dashes, colons = value.count("-"), value.count(":")
+        if not runs or dashes > 1 or colons > 2 or (dashes and ":" in value.split("-", 1)[0]):
+            return False
+        need = {1: 3, 2: 4} if dashes else {1: 2, 2: 3}
+        return runs >= need.get(colons, 1)
+
+
+SLURM_TIME = SlurmTime()  # minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, and what parse_time.c also takes
+
+
+def no_time_limit(value: str) -> bool:
+    """A --time value that asks for no limit at all: UNLIMITED or INFINITE (time_str2mins in
+    src/common/parse_time.c), -1, or a time of zero, which arg_set_time() in src/common/slurm_opt.c turns
+    into INFINITE ("A time limit of zero requests that no time limit be imposed", sbatch.1; the same at
+    slurm-22-05-0-1 and slurm-26-05-1-1). 00:00:30 is one minute, not zero (time_str2mins rounds up)."""
+    text = value.strip()
+    if text.lower() in ("unlimited", "infinite", "-1"):
+        return True
+    return SLURM_TIME.fullmatch(text) and all(int(run) == 0 for run in re.findall(r"[0-9]+", text))
+
+
 # A tool's own bracketed token, filled by its Python before sbatch (round thirty-three: a Ray
 # autoscaler's [_DEPLOY_HEAD_CPUS_], a [_PY_ADD_SLURM_CMD_] line), in directives and in the body.
 BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")

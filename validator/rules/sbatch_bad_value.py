@@ -23,7 +23,7 @@ Holds for: 22.05-26.05.
 """
 import re
 
-from validator.sbatch import mail_events, placeholder
+from validator.sbatch import SLURM_TIME, mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -41,28 +41,6 @@ _GPUS = re.compile(r"([\w.-]+:)?[0-9]+")
 _SIZE = re.compile(r"[0-9]+([KMGT]B?)?", re.IGNORECASE)
 
 
-class _SlurmTime:
-    """A time limit as sbatch reads it: _is_valid_timespec() in src/common/parse_time.c (the same at
-    slurm-22-05-0-1 and slurm-26-05-1-1): only ASCII digits, '-' and ':'; at least one run of digits;
-    at most one '-', never after a ':'; at most two ':'; with a '-', one ':' needs 3 runs of digits
-    and two need 4; without, 2 and 3. So `2-` passes (two days: sscanf "%d-%d:%d:%d"), `90:` does not; `-1`
-    is INFINITE (time_str2secs). Round twenty-three: `--time=2-` was reported and is valid."""
-
-    def fullmatch(self, value: str) -> bool:
-        if value == "-1":
-            return True
-        if not value or any(ch not in "0123456789-:" for ch in value):
-            return False
-        runs = len(re.findall(r"[0-9]+", value))
-        dashes, colons = value.count("-"), value.count(":")
-        if not runs or dashes > 1 or colons > 2 or (dashes and ":" in value.split("-", 1)[0]):
-            return False
-        need = {1: 3, 2: 4} if dashes else {1: 2, 2: 3}
-        return runs >= need.get(colons, 1)
-
-
-_TIME = _SlurmTime()  # minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, and what parse_time.c also takes
-
 # option -> (pattern, what the value must be); from sbatch's man page for each option
 TYPES = {
     "nodes": (_RANGE, "a node count or min-max range"),
@@ -75,8 +53,8 @@ TYPES = {
     "mem": (_SIZE, "a size such as 80G"),
     "mem-per-cpu": (_SIZE, "a size such as 4G"),
     "mem-per-gpu": (_SIZE, "a size such as 80G"),
-    "time": (_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
-    "time-min": (_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
+    "time": (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
+    "time-min": (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
 }
 _UNLIMITED = {"time": {"unlimited", "infinite"}, "time-min": {"unlimited", "infinite"}}
 
