@@ -146,10 +146,10 @@ def _risks(script):
         yield main.line, f"the job's status is that of line {line}, not of this srun; {fix}"
 
 
-def _forced_success(shell):
-    """`mpirun ... wrf.exe` (or the main srun, or the work run in the batch shell: `singularity exec`,
-    python) and then `exit 0` at the top level: the job ends COMPLETED whatever the step did (round
-    twenty-five: a WRF and a WPS job; round twenty-seven: AlphaFold in singularity). (line, message) or None."""
+def _last_work(shell):
+    """The job's last work at the top level, in the foreground: the main srun (not a helper step) or
+    work run in the batch shell (_WORK), with its top-level statement; None when there is none or the
+    next statement reads its `$?`."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
                  or c.name.rsplit("/", 1)[-1] in _WORK)]
@@ -159,6 +159,17 @@ def _forced_success(shell):
     statement = _statement(main.node)
     if _status_read_next(main.node) or statement.parent is None:
         return None
+    return main, statement
+
+
+def _forced_success(shell):
+    """`mpirun ... wrf.exe` (or the main srun, or the work run in the batch shell: `singularity exec`,
+    python) and then `exit 0` at the top level: the job ends COMPLETED whatever the step did (round
+    twenty-five: a WRF and a WPS job; round twenty-seven: AlphaFold in singularity). (line, message) or None."""
+    last = _last_work(shell)
+    if last is None:
+        return None
+    main, statement = last
     for node in statement.parent.children:
         if node.start_byte <= statement.end_byte or node.type in ("comment", "\n", "&", ";", ";;"):
             continue
@@ -214,14 +225,10 @@ def _work_then_echo(shell):
     work statement at the top level, and only echo/date/printf follow, with no `$?` read and no exit:
     the job ends COMPLETED whatever the work did (the batch script's status is its last command's,
     bash(1)). (line, message) or None."""
-    work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
-            and c.name.rsplit("/", 1)[-1] in _WORK]
-    if not work:
+    last = _last_work(shell)  # the script has no srun: the last work is run in the batch shell
+    if last is None:
         return None
-    main = max(work, key=lambda c: c.node.start_byte)
-    statement = _statement(main.node)
-    if _status_read_next(main.node) or statement.parent is None:
-        return None
+    main, statement = last
     after = [n for n in statement.parent.children
              if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
     if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after):
