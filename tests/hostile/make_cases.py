@@ -224,7 +224,7 @@ CASES = {
     "c7-ff-before-suppression": lone(SH + "# a\x0cb\n# validator: disable=security-eval -- demo\neval \"${1:-true}\"\n"),
     "c7-u2028-before-suppression": lone(SH + "# a\u2028b\n# validator: disable=security-eval -- demo\neval \"${1:-true}\"\n"),
     "c7-nel-before-suppression": lone(SH + "# a\x85b\n# validator: disable=security-eval -- demo\neval \"${1:-true}\"\n"),
-    "c7-vt-finding-line": lone(SH + "# a\x0bb\x0bc\neval \"${EXTRA:-true}\"\n"),
+    "c7-vt-finding-line": lone(SH + "# a\x0bb\x0bc\neval \"$(cat \"${EXTRA:-/dev/null}\")\"\n", args=("--strict", "job.sbatch")),
     "c7-u2028-shellcheck-line": lone(SH + "# a\u2028b\n# validator: disable=SC2086 -- demo\necho ${1:-x}\n",
                                      args=("--strict", "job.sbatch"), shellcheck=True),
     "c7-u2028-shellcheck-no-suppression": lone(SH + "# a\u2028b\necho ${1:-x}\n", args=("--strict", "job.sbatch"), shellcheck=True),
@@ -239,7 +239,8 @@ CASES = {
     "c7-yaml-u2028-no-suppression": preset(manifest=[("summary: GPU nodes joined", 'summary: "GPU nodes\u2028joined'),
                                                      ("(no InfiniBand, no RoCE); NCCL over TCP sockets.\n", '(no InfiniBand, no RoCE); NCCL over TCP sockets."\n'),
                                                      ('  min_version: "22.05"\n', "  min_version: 22.10\n")]),
-    "c7-non-ascii-column": lone(SH + 'echo "héllo"; eval "${EXTRA:-true}"\n'),
+    # security-eval is strict-only: the column after a two-byte character is read in --strict
+    "c7-non-ascii-column": lone(SH + 'echo "héllo"; eval "$(cat "${EXTRA:-/dev/null}")"\n', args=("--strict", "job.sbatch")),
     "c7-non-ascii-column-shellcheck": lone(SH + 'echo "héllo" ${1:-x}\n', args=("--strict", "job.sbatch"), shellcheck=True),
     "c7-cr-only-line": lone(SH + "echo a\reval \"${1:-true}\"\n"),
 }
