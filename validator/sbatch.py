@@ -251,9 +251,10 @@ BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@"
                        r"|(?<![{$])\{[a-z_(][^{}\n]{0,120}\}(?!\})"
                        # tokens a tool's sed or a test harness replaces: __NODES__, _NTASKS_ (round forty-seven:
-                       # NERSC's podman benchmarks, filled by their submit.sh's sed), %WALLTIME% (two capitals
-                       # at least after '%', so sbatch's own %A_%a stays a filename pattern)
-                       r"|\b__?[A-Z][A-Z0-9_]{0,62}__?\b|%[A-Z]{2}[A-Z0-9_]{0,62}%"
+                       # NERSC's podman benchmarks, filled by their submit.sh's sed), $N_NODES$ (round fifty-eight:
+                       # LiveOcean's make_back_batch.py), %WALLTIME% (two capitals at least after '%', so
+                       # sbatch's own %A_%a stays a filename pattern)
+                       r"|\b__?[A-Z][A-Z0-9_]{0,62}__?\b|\$[A-Z][A-Z0-9_]{0,62}\$|%[A-Z]{2}[A-Z0-9_]{0,62}%"
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
@@ -341,9 +342,17 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
                                 if placeholder(d, on_line.get(d.line, ())) is not None]
     if script.placeholder_lines:
         for option in script.options:
-            if option.line in script.placeholder_lines:
+            if option.line in script.placeholder_lines and not _named_plainly(option):
                 option.problem = None
     return script
+
+
+def _named_plainly(option: Option) -> bool:
+    """An option sbatch does not know, written as a plain long name before a templated value
+    (`--workdir=/scratch/$EX_NAME$`): rendering fills in the value, the name stays, and sbatch still
+    refuses it (round fifty-eight). A stray word of a placeholder with a blank (`-A <proj ID>`) is not."""
+    name = option.written.split("=", 1)[0]
+    return option.problem in ("unknown", "unavailable") and re.fullmatch(r"--[a-z][a-z0-9-]*", name) is not None
 
 
 def placeholder(directive: Directive, options=()):

@@ -13,6 +13,8 @@ the submit folder when the path names the spool copy. An `if` that tries the scr
 is no fallback: it is still reported.
 Nor where only the script's name or text is used (`echo "usage: $0"`, `cat "$0"`, `cp "$0" $LOGDIR/`):
 the spool copy is the submitted script, byte for byte; only the folder around it is another place.
+Nor, in the default profile, a folder kept in a variable that nothing reads (never expanded, never
+exported): the spool path goes nowhere.
 In a script nobody here wrote (the default profile) only that is reported: the folder taken from
 the path (`dirname "$0"`, `${BASH_SOURCE[0]%/*}`, also through a variable set from it or from
 `readlink -f "$0"`), which names the spool folder where the script's siblings are not. Every true
@@ -219,6 +221,21 @@ def _derived_fallback(expansions, targets: set) -> set:
 
 
 
+def _unread(shell, expansions, targets: set) -> set:
+    """Holders of the script's folder that nothing reads: never expanded, not exported (a program the
+    job runs could read it), no `set -a`: the spool path goes nowhere (round fifty-eight: a DIR taken
+    from BASH_SOURCE in a job that never uses it)."""
+    for command in shell.named("set"):  # set -a / set -o allexport: every assignment is exported
+        words = [word.value or "" for word in command.args]
+        if "allexport" in words or any(w[:1] == "-" and w[1:2] != "-" and "a" in w[1:] for w in words):
+            return set()
+    read = {e.name for e in expansions}
+    exported = {a.name for a in shell.assignments if a.exported}
+    exported |= {word.value.split("=", 1)[0] for c in shell.named("export", "declare", "typeset", "readonly")
+                 for word in c.args if word.value}
+    return {name for name in targets if name not in read and name not in exported}
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
@@ -236,7 +253,7 @@ def check(target):
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
     if not target.strict:
-        fallback |= _derived_fallback(expansions, targets)
+        fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, expansions, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _assigned_name(expansion.node) in fallback):
