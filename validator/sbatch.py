@@ -122,6 +122,24 @@ class SbatchScript:
         found = self.get(name)
         return found[-1].value if found else None
 
+    def component(self, index: int) -> "Component":
+        """The options of one component of a heterogeneous job (`srun --het-group=1` runs there)."""
+        return Component(self, index)
+
+
+@dataclass
+class Component:
+    """One component's directives, read as SbatchScript.get/value read component 0's."""
+    script: SbatchScript
+    index: int
+
+    def get(self, name: str) -> list[Option]:
+        return [o for o in self.script.options if o.name == name and o.component == self.index]
+
+    def value(self, name: str) -> str | None:
+        found = self.get(name)
+        return found[-1].value if found else None
+
 
 def split_arguments(rest: str, offset: int) -> tuple[list[Token], int | None, bool]:
     """Split a directive's text into arguments as sbatch's _get_argument does.

@@ -83,6 +83,16 @@ def _one_task(shell, parsed, command, strict) -> bool:
         or asked.get("ntasks") == "1"
 
 
+def _step_component(shell, parsed, command):
+    """The directives a step's task count comes from: the heterogeneous job's component that
+    `srun --het-group=N` (or its old name --pack-group, still read by src/srun/opt.c at slurm-22-05-0-1
+    and slurm-26-05-1-1) names, else the batch script's own, component 0 (round fifty-five: a one-task
+    coupler step in component 1 of a 64-task job)."""
+    group = srun_option(shell, command, "--het-group", "--pack-group")
+    index = as_int(group.value) if group is not None else None
+    return parsed.component(index) if index else parsed
+
+
 _NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
 # A script's own node-count variable: $NNODES, ${NUM_NODES}, $N_NODES, $NODE_COUNT.
 _NODE_COUNT_NAME = re.compile(r"^\"?\$\{?(N_?NODES|NUM_?NODES|NODE_?COUNT|NODES)\}?\"?$", re.I)
@@ -144,7 +154,7 @@ _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "lis
                      "inspect", "image", "cache"}
 # srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
 _SHORT_WITH_VALUE = set("AbBcCdDeGiJLmMnNopqrStTwWx")
-_SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "accel-bind", "epilog", "prolog",
+_SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "pack-group", "accel-bind", "epilog", "prolog",
                          "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog",
                          "wait"}  # srun's --wait=<seconds> (sbatch's --wait is a flag)
 
@@ -584,7 +594,8 @@ def check(target):
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
         if kill is not None or _ends_after_first_exit(shell, own):
             continue
-        if _one_task(shell, target.script.parsed, own, target.strict) or _independent(shell, command) \
+        if _one_task(shell, _step_component(shell, target.script.parsed, own), own, target.strict) \
+                or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,
