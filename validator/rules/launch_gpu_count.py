@@ -10,7 +10,9 @@ is then N on every node); a literal in an --exclusive job that asks no GPU count
 GPU of its nodes, whose number the script does not say: the literal is the author's statement of it);
 `${SLURM_GPUS_PER_NODE:-N}` in a job without --gpus-per-node whose per-node request is N (the
 variable is unset there, the default is the right count); a literal equal to what the srun that
-runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --nproc-per-node 4`).
+runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --nproc-per-node 4`); a
+literal equal to the per-node count of another accelerator the job asks as a generic resource
+(--gres=dcu:4), for which no GPU variable is set.
 """
 import re
 
@@ -55,6 +57,20 @@ def _step_gpus(shell) -> dict:
     return found
 
 
+def _other_accelerators(parsed) -> set:
+    """Per-node counts the job asks of a generic resource that is not 'gpu' (--gres=dcu:4, npu:8):
+    SLURM_GPUS_ON_NODE is set by gres_common_gpu_set_env() (src/plugins/gres/common/gres_common.c),
+    which only the gpu and mps plugins call (gres_gpu.c, gres_mps.c; the same at slurm-22-05-0-1 and slurm-26-05-1-1), so for such a
+    device the literal is the author's statement of the count (round fifty-six: --gres=dcu:4)."""
+    counts = set()
+    for option in parsed.get("gres"):
+        for item in (option.value or "").split(","):
+            parts = item.split(":")
+            if len(parts) >= 2 and parts[0] not in ("gpu", "") and as_int(parts[-1]) is not None:
+                counts.add(as_int(parts[-1]))
+    return counts
+
+
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
@@ -83,6 +99,8 @@ def check(target):
         if odd:
             yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
+        if literal is not None and requested is None and literal in _other_accelerators(parsed):
+            continue  # --gres=dcu:4 and --nproc-per-node=4: the job's own count of a device that is no 'gpu'
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")
