@@ -216,8 +216,10 @@ def check(target):
         yield (script.display, line, 1, f"missing {', '.join(missing)}: add 'set -euo pipefail' before the first srun{extra}")
 
 
-# What a job prints after its work to say it ended: its status becomes theirs (always 0).
-_TRAILERS = {"echo", "printf", "date", "hostname", "sleep", ":", "true"}
+# What a job prints after its work to say it ended, or reports on itself (sacct, seff: round
+# fifty-five's RAMSES jobs): its status becomes theirs (0). A bare `exit` after them exits with it.
+# Not seff: round fifty-one's `seff $"SLURM_JOBID"` fails on every run, so the job never ends COMPLETED.
+_TRAILERS = {"echo", "printf", "date", "hostname", "sleep", ":", "true", "sacct", "squeue", "sstat"}
 
 
 def _work_then_echo(shell):
@@ -233,7 +235,10 @@ def _work_then_echo(shell):
              if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
     if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after):
         return None
-    if any(n.type not in ("command", "redirected_statement") or _first_word(n) not in _TRAILERS for n in after):
+    if after[-1].text.strip() == b"exit":
+        after = after[:-1]  # `exit` with no status exits with the last command's: the trailer's
+    if not after or any(n.type not in ("command", "redirected_statement") or _first_word(n) not in _TRAILERS
+                        for n in after):
         return None
     line = after[-1].start_point[0] + 1
     # `python build.py | tee out`: the pipeline's status is tee's too; set -e alone keeps nothing
