@@ -36,8 +36,8 @@ import re
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, as_int, backgrounded, bad_batch, exclusive_nodes,
                                   in_function, payload_text, requested_gpus_per_node, srun_option,
                                   statement_of)
+from validator.sbatch import SPANK_OPTIONS, TEMPLATE, option_table
 from validator.shell import parse_shell
-from validator.sbatch import option_table, SPANK_OPTIONS
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
@@ -81,6 +81,14 @@ def _one_task(shell, parsed, command, strict) -> bool:
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+def _templated_program(command) -> bool:
+    """`srun {{command}} --seed $seed`: the step's program is a template token that a tool fills in
+    before sbatch (round fifty-seven: cleanrl's benchmark template, always rendered with one task):
+    what runs, and how many tasks talk, is the rendered file's to say."""
+    word = next((w for w in command.args if not w.raw.startswith("-")), None)
+    return word is not None and TEMPLATE.fullmatch(word.raw) is not None
 
 
 def _step_component(shell, parsed, command):
@@ -595,7 +603,7 @@ def check(target):
         if kill is not None or _ends_after_first_exit(shell, own):
             continue
         if _one_task(shell, _step_component(shell, target.script.parsed, own), own, target.strict) \
-                or _independent(shell, command) \
+                or _templated_program(command) or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,

@@ -124,9 +124,15 @@ _SHELL_SETS = frozenset({
     "LOGNAME", "SHELL", "TMPDIR", "LANG", "TERM"})
 
 
+# `NAME=...` at the start of a line, read from the text: a line the parser could not take whole (a
+# template token in a subscript, `env_id=${env_ids[$SLURM_ARRAY_TASK_ID / {{len_seeds}}]}`, round
+# fifty-seven) still sets NAME when the file is rendered and run.
+_WRITTEN = re.compile(r"^\s*(?:(?:export|local|readonly|declare|typeset)(?:\s+-\w+)*\s+)?([A-Za-z_]\w*)(?:\[[^\]]*\])?\+?=")
+
+
 def check(target):
     shell = target.script.shell
-    set_here = _set_names(shell)
+    set_here = _set_names(shell) | {m.group(1) for line in target.script.parsed.lines if (m := _WRITTEN.match(line))}
     index = _one_edit_index(set_here)
     known = slurm_variables()
     reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself
