@@ -12,7 +12,9 @@ nine, judged true). After the job's work (a loop, a program run) the #SBATCH lin
 job's settings (round thirty-eight: an options glossary below the training loop; round seventeen: a
 debugging notes file; every round: 7 true of 136 judged).
 """
+import io
 import re
+import tokenize
 
 from validator.rules.base import in_function
 ID = "sbatch-directive-after-command"
@@ -28,6 +30,8 @@ def check(target):
     # `sbatch <<EOF`, `cat > job.sh <<EOF`, `echo "#!/bin/bash
     # #SBATCH ..." > job.sh`: directives of another job that the script writes
     inside = target.script.shell.text_lines() if parsed.ignored_directives else set()
+    if parsed.ignored_directives and (target.script.interpreter or "").startswith("python"):
+        inside |= _python_string_lines("\n".join(parsed.lines))
     work = None if target.strict else _first_work_line(target.script.shell)
     for directive in parsed.ignored_directives:
         if directive.line in inside or (work is not None and work < directive.line):
@@ -35,6 +39,22 @@ def check(target):
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
                "move it above")
+
+
+def _python_string_lines(text: str) -> set:
+    """Lines inside a Python string that spans lines: a generator's job text (`jobscript = r\'\'\'#!/bin/bash
+    #SBATCH ...\'\'\'`, rendered and written to *.slurm.sh), not this file's directives (round fifty's held-out
+    chroma generators: 17 findings judged false, read after its blind score). Python's own tokenizer
+    says where strings are; a file it cannot read keeps every line reported."""
+    lines = set()
+    kinds = {tokenize.STRING} | {getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in kinds and token.end[0] > token.start[0]:
+                lines.update(range(token.start[0], token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return lines
 
 
 # The set-up a job script does before its work: shell options, environment modules, variables,
