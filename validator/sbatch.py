@@ -116,11 +116,10 @@ class SbatchScript:
     def get(self, name: str) -> list[Option]:
         """The option as the batch script's own allocation has it: component 0 of a heterogeneous
         job (the batch script runs there; the later components' options are theirs)."""
-        return [o for o in self.options if o.name == name and o.component == 0]
+        return self.component(0).get(name)
 
     def value(self, name: str) -> str | None:
-        found = self.get(name)
-        return found[-1].value if found else None
+        return self.component(0).value(name)
 
     def component(self, index: int) -> "Component":
         """The options of one component of a heterogeneous job (`srun --het-group=1` runs there)."""
@@ -223,6 +222,10 @@ def mail_events(value: str) -> tuple[list[str], list[str]]:
     return kept, skipped
 
 
+# The words time_str2secs() in src/common/parse_time.c reads as INFINITE (xstrcasecmp), and -1.
+UNLIMITED_TIME = frozenset({"unlimited", "infinite", "-1"})
+
+
 class SlurmTime:
     """A time limit as sbatch reads it: _is_valid_timespec() in src/common/parse_time.c (the same at
     slurm-22-05-0-1 and slurm-26-05-1-1): only ASCII digits, '-' and ':'; at least one run of digits;
@@ -231,7 +234,7 @@ class SlurmTime:
     is INFINITE (time_str2secs). Round twenty-three: `--time=2-` was reported and is valid."""
 
     def fullmatch(self, value: str) -> bool:
-        if value == "-1":
+        if value.lower() in UNLIMITED_TIME:
             return True
         if not value or any(ch not in "0123456789-:" for ch in value):
             return False
@@ -251,10 +254,9 @@ def no_time_limit(value: str) -> bool:
     src/common/parse_time.c), -1, or a time of zero, which arg_set_time() in src/common/slurm_opt.c turns
     into INFINITE ("A time limit of zero requests that no time limit be imposed", sbatch.1; the same at
     slurm-22-05-0-1 and slurm-26-05-1-1). 00:00:30 is one minute, not zero (time_str2mins rounds up)."""
-    text = value.strip()
-    if text.lower() in ("unlimited", "infinite", "-1"):
+    if value.lower() in UNLIMITED_TIME:
         return True
-    return SLURM_TIME.fullmatch(text) and all(int(run) == 0 for run in re.findall(r"[0-9]+", text))
+    return SLURM_TIME.fullmatch(value) and all(int(run) == 0 for run in re.findall(r"[0-9]+", value))
 
 
 # A tool's own bracketed token, filled by its Python before sbatch (round thirty-three: a Ray
@@ -272,7 +274,7 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # NERSC's podman benchmarks, filled by their submit.sh's sed), $N_NODES$ (round fifty-eight:
                        # LiveOcean's make_back_batch.py), %WALLTIME% (two capitals at least after '%', so
                        # sbatch's own %A_%a stays a filename pattern)
-                       r"|\b__?[A-Z][A-Z0-9_]{0,62}__?\b|\$[A-Z][A-Z0-9_]{0,62}\$|%[A-Z]{2}[A-Z0-9_]{0,62}%"
+                       r"|\b__?[A-Z][A-Z0-9_]{0,62}__?\b|\$[A-Z][A-Z0-9_]{0,62}\$(?![\w{(])|%[A-Z]{2}[A-Z0-9_]{0,62}%"
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)

@@ -79,6 +79,8 @@ class Command:
                     if i + 1 < len(self.args):
                         nxt = self.args[i + 1]
                         return Word(nxt.raw, nxt.value, nxt.line, nxt.col, nxt.node)
+                    # a short flag that ends the words (`srun -K` cut before its program): set, as `--name` is
+                    return Word("", "", arg.line, arg.col)
         return None
 
     def has_flag(self, *names: str) -> bool:

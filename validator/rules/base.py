@@ -167,7 +167,8 @@ def exclusive_nodes(parsed) -> bool:
     """--exclusive with no value or =exclusive: no other job shares the job's nodes (=user and =mcs
     still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at
     slurm-26-05-1-1)."""
-    return any((option.value or "exclusive").lower() == "exclusive" for option in parsed.get("exclusive"))
+    found = parsed.get("exclusive")  # the last one counts: arg_set_exclusive() sets opt->shared each time
+    return bool(found) and (found[-1].value or "exclusive").lower() == "exclusive"
 
 
 def manifest_of(target):

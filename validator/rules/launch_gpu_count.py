@@ -60,13 +60,15 @@ def _step_gpus(shell) -> dict:
 def _other_accelerators(parsed) -> set:
     """Per-node counts the job asks of a generic resource that is not 'gpu' (--gres=dcu:4, npu:8):
     SLURM_GPUS_ON_NODE is set by gres_common_gpu_set_env() (src/plugins/gres/common/gres_common.c),
-    which only the gpu and mps plugins call (gres_gpu.c, gres_mps.c; the same at slurm-22-05-0-1 and slurm-26-05-1-1), so for such a
+    which only the gpu, mps and shard plugins call (gres_gpu.c, gres_mps.c, gres_shard.c at slurm-22-05-0-1 and
+    slurm-26-05-1-1), so for such a
     device the literal is the author's statement of the count (round fifty-six: --gres=dcu:4)."""
     counts = set()
     for option in parsed.get("gres"):
         for item in (option.value or "").split(","):
             parts = item.split(":")
-            if len(parts) >= 2 and parts[0] not in ("gpu", "") and as_int(parts[-1]) is not None:
+            name = parts[0].split("/")[-1]  # gres/gpu:4 is gpu
+            if len(parts) >= 2 and name not in ("gpu", "mps", "shard", "") and as_int(parts[-1]) is not None:
                 counts.add(as_int(parts[-1]))
     return counts
 

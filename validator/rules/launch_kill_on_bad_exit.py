@@ -87,18 +87,27 @@ def _templated_program(command) -> bool:
     """`srun {{command}} --seed $seed`: the step's program is a template token that a tool fills in
     before sbatch (round fifty-seven: cleanrl's benchmark template, always rendered with one task):
     what runs, and how many tasks talk, is the rendered file's to say."""
-    word = next((w for w in command.args if not w.raw.startswith("-")), None)
-    return word is not None and TEMPLATE.fullmatch(word.raw) is not None
+    program = _program(command)
+    if program is None:
+        return False
+    rest = command.args[command.args.index(program):]
+    # `{{ command }}` is three words: the program word opens a template token that a later word closes
+    text = " ".join(word.raw for word in rest[:3])
+    return TEMPLATE.match(program.raw) is not None or TEMPLATE.match(text) is not None and text.startswith("{{")
 
 
 def _step_component(shell, parsed, command):
     """The directives a step's task count comes from: the heterogeneous job's component that
-    `srun --het-group=N` (or its old name --pack-group, still read by src/srun/opt.c at slurm-22-05-0-1
-    and slurm-26-05-1-1) names, else the batch script's own, component 0 (round fifty-five: a one-task
+    `srun --het-group=N` (or its old name --pack-group, slurm_opt_pack_group in src/common/slurm_opt.c at
+    slurm-22-05-0-1 and slurm-26-05-1-1) names, else the batch script's own, component 0 (round fifty-five: a one-task
     coupler step in component 1 of a 64-task job)."""
     group = srun_option(shell, command, "--het-group", "--pack-group")
-    index = as_int(group.value) if group is not None else None
-    return parsed.component(index) if index else parsed
+    if group is None:
+        return parsed
+    index = as_int(group.value)
+    # `--het-group=0,1` or `0-1` (read as a hostlist, _get_het_group in src/srun/opt.c): several
+    # components, a step that spans them: not one task
+    return parsed.component(index) if index is not None else None
 
 
 _NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
@@ -602,7 +611,8 @@ def check(target):
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
         if kill is not None or _ends_after_first_exit(shell, own):
             continue
-        if _one_task(shell, _step_component(shell, target.script.parsed, own), own, target.strict) \
+        component = _step_component(shell, target.script.parsed, own)
+        if component is not None and _one_task(shell, component, own, target.strict) \
                 or _templated_program(command) or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)):
             continue

@@ -221,7 +221,7 @@ def _derived_fallback(expansions, targets: set) -> set:
 
 
 
-def _unread(shell, expansions, targets: set) -> set:
+def _unread(shell, lines, expansions, targets: set) -> set:
     """Holders of the script's folder that nothing reads: never expanded, not exported (a program the
     job runs could read it), no `set -a`: the spool path goes nowhere (round fifty-eight: a DIR taken
     from BASH_SOURCE in a job that never uses it)."""
@@ -229,11 +229,15 @@ def _unread(shell, expansions, targets: set) -> set:
         words = [word.value or "" for word in command.args]
         if "allexport" in words or any(w[:1] == "-" and w[1:2] != "-" and "a" in w[1:] for w in words):
             return set()
+    if shell.named("source", ".") or any("${!" in line for line in lines):
+        return set()  # a sourced file, or an indirect ${!name}, may read it
     read = {e.name for e in expansions}
     exported = {a.name for a in shell.assignments if a.exported}
-    exported |= {word.value.split("=", 1)[0] for c in shell.named("export", "declare", "typeset", "readonly")
-                 for word in c.args if word.value}
-    return {name for name in targets if name not in read and name not in exported}
+    # `declare -x DIR`, `export DIR`: declarations are no commands of the parse; read them from the text
+    declared = re.compile(r"^\s*(?:export|declare|typeset|readonly)\b(.*)$")
+    words = {word for line in lines if (m := declared.match(line))
+             for word in re.findall(r"[A-Za-z_]\w*", m.group(1))}
+    return {name for name in targets if name not in read and name not in exported and name not in words}
 
 
 def check(target):
@@ -253,7 +257,7 @@ def check(target):
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
     if not target.strict:
-        fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, expansions, targets)
+        fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, script.parsed.lines, expansions, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _assigned_name(expansion.node) in fallback):

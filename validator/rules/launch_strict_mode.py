@@ -12,8 +12,9 @@ run in the batch shell (singularity, python; with no set -e, no `$?` read, no ot
 between): the job ends COMPLETED whatever the step did (the batch script's exit status is the job's:
 bash(1), exit); the strict profile asks for set -e before the first srun instead.
 A job with no srun at all whose last work at the top level runs in the batch shell (python, Rscript,
-apptainer exec, mpirun) and is followed only by echo, printf, date or sleep, with no set -e and no `$?`
-read: the job's status is the trailing echo's, COMPLETED whatever the work did (bash(1): a script's
+apptainer exec, mpirun) and is followed only by echo, printf, date, sleep, hostname, `:`, true or the
+job's own report (sacct, squeue, sstat), then at most `exit` or `exit $?`, with no set -e, no ERR trap,
+no `exec` of the work and no `$?` read right after it: the job's status is the trailing echo's, COMPLETED whatever the work did (bash(1): a script's
 status is its last command's). Tried once as "any command after batch-shell work" (about 3 in 4
 true); narrowed to these trailers, 40 of 40 new findings over the corpora on disk were judged true.
 """
@@ -78,7 +79,7 @@ def _status_read_next(node) -> bool:
     following = node.next_named_sibling
     while following is not None and following.type == "comment":
         following = following.next_named_sibling
-    return following is not None and b"$?" in following.text
+    return following is not None and (b"$?" in following.text or b"PIPESTATUS" in following.text)
 
 
 def _first_word(node) -> str:
@@ -106,7 +107,9 @@ def _risks(script):
         while element.parent is not None and element.parent.type == "redirected_statement":
             element = element.parent
         parent = element.parent
-        if not pipefail and parent is not None and parent.type == "pipeline" and parent.children[-1] is not element:
+        # `!=`, not `is not`: tree-sitter makes a new node object on every access
+        if not pipefail and parent is not None and parent.type == "pipeline" and parent.children[-1] != element \
+                and not _status_read_next(element):
             last = parent.children[-1].text.decode("utf-8", "replace").split(None, 1)
             name = last[0].rsplit("/", 1)[-1][:40] if last else "the last command"
             yield command.line, "srun in a pipeline without 'set -o pipefail': the job's status is the " \
@@ -133,10 +136,7 @@ def _risks(script):
     if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
            for c in shell.commands):
         return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
-    after = [n for n in statement.parent.children
-             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")] \
-        if statement.parent else []
-    after = [n for n in after if _first_word(n) not in ("exit", "wait")]
+    after = [n for n in _following(statement) if _first_word(n) not in ("exit", "wait")]
     if after and _success_check(after[-1]):
         return  # the job ends on a grep for the run's own end marker: it fails when the run did not finish
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
@@ -163,6 +163,20 @@ def _success_check(node) -> bool:
         w in ("--invert-match", "--count", "--files-without-match") for w in words)
 
 
+def _traps_err(command) -> bool:
+    """`trap 'echo failed; exit 1' ERR`: bash runs the trap when a command fails (bash(1), trap)."""
+    words = [word.value or word.raw for word in command.args]
+    return len(words) >= 2 and "ERR" in words[1:]
+
+
+def _following(statement) -> list:
+    """The statements after this one in its block (comments and separators left out)."""
+    if statement.parent is None:
+        return []
+    return [n for n in statement.parent.children
+            if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
+
+
 def _last_work(shell):
     """The job's last work at the top level, in the foreground: the main srun (not a helper step) or
     work run in the batch shell (_WORK), with its top-level statement; None when there is none or the
@@ -187,9 +201,7 @@ def _forced_success(shell):
     if last is None:
         return None
     main, statement = last
-    for node in statement.parent.children:
-        if node.start_byte <= statement.end_byte or node.type in ("comment", "\n", "&", ";", ";;"):
-            continue
+    for node in _following(statement):
         if _first_word(node) == "wait" and b"\n" not in node.text.strip():
             continue  # a bare `wait` (or `wait $pid`) collects what ran beside the work; `exit 0` still hides it
         if _first_word(node) == "exit":
@@ -241,24 +253,26 @@ _TRAILERS = {"echo", "printf", "date", "hostname", "sleep", ":", "true", "sacct"
 
 def _work_then_echo(shell):
     """No srun: the work runs in the batch shell (python, apptainer exec, mpirun, Rscript) as the last
-    work statement at the top level, and only echo/date/printf follow, with no `$?` read and no exit:
+    work statement at the top level, and only trailers (_TRAILERS) follow, then at most `exit` or `exit $?`:
     the job ends COMPLETED whatever the work did (the batch script's status is its last command's,
     bash(1)). (line, message) or None."""
     last = _last_work(shell)  # the script has no srun: the last work is run in the batch shell
-    if last is None:
-        return None
+    if last is None or any(_traps_err(c) for c in shell.named("trap")):
+        return None  # `trap '... exit 1' ERR`: a failed command fails the job, as set -e would
     main, statement = last
-    after = [n for n in statement.parent.children
-             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
+    if statement.text.startswith(b"exec "):
+        return None  # `exec python ...` replaces the shell: nothing after it runs
+    after = _following(statement)
+    if after and after[-1].text.strip() in (b"exit", b"exit $?", b'exit "$?"'):
+        after = after[:-1]  # `exit` or `exit $?` exits with the last command's status: the trailer's
     if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after):
         return None
-    if after[-1].text.strip() == b"exit":
-        after = after[:-1]  # `exit` with no status exits with the last command's: the trailer's
-    if not after or any(n.type not in ("command", "redirected_statement") or _first_word(n) not in _TRAILERS
+    if any(n.type not in ("command", "redirected_statement") or _first_word(n) not in _TRAILERS
                         for n in after):
         return None
     line = after[-1].start_point[0] + 1
     # `python build.py | tee out`: the pipeline's status is tee's too; set -e alone keeps nothing
     fix = "'set -eo pipefail'" if statement.type == "pipeline" or main.in_pipeline else "'set -e'"
     return (main.line, f"the job's status is that of line {line} ({_first_word(after[-1])}), not of this "
-                       f"{main.name.rsplit('/', 1)[-1]}: a failed run ends COMPLETED; add {fix} (or end with 'exit $?')")
+                       f"{main.name.rsplit('/', 1)[-1]}: a failed run ends COMPLETED; add {fix} (or keep its status: "
+                       "'status=$?' right after it, 'exit $status' at the end)")

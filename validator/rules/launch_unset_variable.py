@@ -132,7 +132,9 @@ _WRITTEN = re.compile(r"^\s*(?:(?:export|local|readonly|declare|typeset)(?:\s+-\
 
 def check(target):
     shell = target.script.shell
-    set_here = _set_names(shell) | {m.group(1) for line in target.script.parsed.lines if (m := _WRITTEN.match(line))}
+    text = shell.text_lines()  # heredocs and strings over several lines: text the script writes, not its code
+    set_here = _set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
+                                     if number not in text and (m := _WRITTEN.match(line))}
     index = _one_edit_index(set_here)
     known = slurm_variables()
     reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself

@@ -56,7 +56,6 @@ TYPES = {
     "time": (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
     "time-min": (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
 }
-_UNLIMITED = {"time": {"unlimited", "infinite"}, "time-min": {"unlimited", "infinite"}}
 
 
 # Options whose value sbatch takes as any text: a placeholder there (--mail-user=<netid>@uni.edu)
@@ -97,7 +96,7 @@ def _sed_tokens(parsed) -> set:
     """The lines whose count, size or time value is a bare capitalised token, when a file has two."""
     lines = {option.line for option in parsed.options
              if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
-             and option.value.lower() not in _UNLIMITED.get(option.name, ())}
+             and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
     return lines if len(lines) >= 2 else set()
 
 
@@ -132,7 +131,7 @@ def check(target):
             yield from _mail_type(script, option)
             continue
         kind = TYPES.get(option.name)
-        if kind and not kind[0].fullmatch(value) and value.lower() not in _UNLIMITED.get(option.name, ()):
+        if kind and not kind[0].fullmatch(value):
             yield (script.display, option.line, option.col, f"--{option.name}={value} is not {kind[1]}; sbatch rejects it")
 
 
@@ -141,14 +140,14 @@ def _mail_type(script, option):
     beside known events, it is skipped and that mail never comes (round thirty-nine's warpx-hall job asks
     `--mail-type=START,END,FAIL`: END and FAIL are mailed, the start is not)."""
     kept, skipped = mail_events(option.value)
-    if not skipped:
+    if kept and not skipped:
         return
     known = "BEGIN, END, FAIL, REQUEUE, ALL, NONE, TIME_LIMIT[_90|_80|_50], ARRAY_TASKS, INVALID_DEPEND, STAGE_OUT"
     words = ", ".join(skipped)
-    if not kept:
+    if not kept:  # also `--mail-type=` and `--mail-type=,`: no word at all is INFINITE16 too
         yield (script.display, option.line, option.col,
                f"--mail-type={option.value}: no event sbatch knows ({known}); sbatch rejects it")
     else:
         yield (script.display, option.line, option.col,
-               f"--mail-type={option.value}: sbatch skips {words} (not an event: {known}) and mails only for "
-               f"{','.join(kept)}")
+               f"--mail-type={option.value}: sbatch skips {words} (not an event: {known}) and "
+               + ("sends no mail (NONE)" if kept == ["NONE"] else f"mails only for {','.join(kept)}"))

@@ -21,7 +21,7 @@ reported.
 import functools
 import re
 
-from validator.sbatch import MAIL_ALL, before
+from validator.sbatch import MAIL_ALL, before, mail_events
 
 MAIL_TYPE_LAST_WINS = "25.05"  # fac544cef5, src/common/slurm_opt.c
 ID = "sbatch-duplicate-option"
@@ -87,11 +87,14 @@ def _holds_every_part(name: str, last: str | None, first: str | None) -> bool:
     if name == "exclude":
         later, earlier = _hostlist_names(last), _hostlist_names(first)
         return later is not None and earlier is not None and earlier <= later
+    if name == "mail-type":  # the events parse_mail_type() keeps of each value
+        later, earlier = set(mail_events(last)[0]), set(mail_events(first)[0])
+        if "NONE" in later:
+            return earlier <= {"NONE"}
+        if "ALL" in later:
+            later |= MAIL_ALL
+        return earlier <= later
     later, earlier = {p.strip().upper() for p in last.split(",")}, {p.strip().upper() for p in first.split(",")}
-    if name == "mail-type" and "NONE" in later:
-        return earlier <= {"NONE"}
-    if name == "mail-type" and "ALL" in later:
-        later |= MAIL_ALL
     return earlier <= later
 
 

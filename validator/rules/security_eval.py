@@ -5,8 +5,9 @@ job (bash(1), SHELL BUILTIN COMMANDS).
 Holds for: every Slurm release (no Slurm behaviour involved).
 It is an injection only where the text comes from outside the script's control. Not reported:
 literal text; the output of a program that prints shell code meant for eval (conda's, mamba's and
-micromamba's shell hooks, pixi shell-hook, pyenv init, spack load --sh (its --sh "print sh commands
-to load the package": lib/spack/spack/cmd/load.py at v0.23.1; round fifty-four's `eval \`spack load --sh
+micromamba's shell hooks, pixi shell-hook, pyenv init, spack (any subcommand: load --sh and env
+activate --sh are the ones that print shell code, "print sh commands to load the package":
+lib/spack/spack/cmd/load.py at v0.23.1; round fifty-four's `eval \`spack load --sh
 miniconda3\``), getopt, which quotes what it prints); Slurm's
 own variables (SLURM_JOB_NODELIST turned into a brace expansion) passed through text filters (sed,
 tr, awk);
@@ -16,7 +17,9 @@ submits it, who runs the job's code anyway (no one else can set them). Our prese
 --export=NONE and take nothing from the environment into eval.
 A policy of our presets, not a defect elsewhere: strict profile only. In a script nobody here wrote
 the text eval runs is the submitter's own (their environment: sbatch exports it by default,
---export=ALL, sbatch.1; their files; their command lines), and no judge found an injection in one:
+--export=ALL, sbatch.1; their files; their command lines) or fetched from where they chose (an
+`eval "$(curl ...)"` is their trust in that server, reported with our presets only), and no judge
+found an injection in one:
 rounds one to thirteen 20 of 20 default findings false, round fourteen a command string built from
 the submitter's RESUME_CHECKPOINT, and every later one through round fifty-four false (26 of 26 in
 all: fMRIPrep's own `eval $cmd`, spack's load, file-read templates).
