@@ -108,7 +108,7 @@ def _printed(expansion) -> bool:
 
 
 def _printed_in_heredoc(expansion, lines: list[bytes]) -> bool:
-    """The expansion sits in an unquoted heredoc (a script the job writes for its steps) on a line
+    r"""The expansion sits in an unquoted heredoc (a script the job writes for its steps) on a line
     that is an echo or printf of that script, with nothing before it that starts another command
     (`;`, `&&`, `||`, `|`, `$(`): the batch shell's value lands in a log line only (round twenty-six:
     `echo "Task \${SLURM_PROCID}: RANK=${SLURM_PROCID}"` beside the escaped `export RANK=\$SLURM_PROCID`

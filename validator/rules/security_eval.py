@@ -1,4 +1,4 @@
-"""eval runs text as code: with values from manifests or the environment that is an injection; use arrays.
+r"""eval runs text as code: with values from manifests or the environment that is an injection; use arrays.
 
 Premise: eval parses its arguments as shell code, so whoever controls the text runs commands in the
 job (bash(1), SHELL BUILTIN COMMANDS).
