@@ -23,7 +23,10 @@ task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLU
 job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
 -parallel is a serial program: several tasks of it are copies that never talk; so is a program the
 job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library, and a
-GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each).
+GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each). Nor a node's own stress
+test or health check (dcgmproftester, gpu_burn, stress-ng, thermal_test.sh, node_healthcheck.sh), nor
+mpirun as the step's program: each task starts its own MPI world, which mpirun aborts itself when a
+rank exits non-zero.
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
@@ -159,6 +162,19 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              # (a local pool, or a cluster profile that submits its own jobs), never ranks of this step
              # (rounds seven and ten: 3 of 3 such steps judged independent)
              "matlab"}
+# Node-local GPU and CPU stress tools (DCGM's proftester, gpu-burn, stress-ng): each task loads its own
+# node's devices and reports on them alone (Azure's thermal test in round one, its dcgmproftester job in round two)
+_NODE_TOOL = re.compile(r"(?i)^(dcgmproftester\d*|gpu[-_]?burn|stress(-ng)?)$")
+# A script named for such a test or a node's health check: run_dcgmproftester11.sh, thermal_test.sh,
+# gpu_burn.sh, node_healthcheck.sh; the tool's name wins over a work word (run_) beside it
+_NODE_CHECK_SCRIPT = re.compile(r"(?i)(dcgm|thermal|gpu[-_]?burn|stress[-_]?(test|ng)|health[-_]?check|node[-_]?check)"
+                                r"[\w-]*\.(sh|py)$")
+# MPI launchers as the step's program: every task starts its own MPI world, and the launcher ends
+# that world itself when one of its ranks exits non-zero (Open MPI's mpirun: "Primary job terminated
+# normally, but 1 process returned a non-zero exit code. Per user-direction, the job has been
+# aborted."); the step's own tasks never talk to each other (round thirty-eight: gjbex's
+# heterogeneous job, `srun mpirun -n 3 mem_limit`)
+_MPI_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun"}
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
@@ -334,7 +350,9 @@ def _helper_script(raw: str) -> bool:
     if named:
         return bool(_HELPER_VARIABLE.search(named.group(1)))
     # a file name is at most 255 bytes; `setup_and_train.sh`, `run_config.sh` name the job's work
-    return len(base) <= 255 and bool(_HELPER_SCRIPT.search(base)) and not _WORK_SCRIPT.search(base)
+    if len(base) > 255:
+        return False
+    return bool(_NODE_CHECK_SCRIPT.search(base)) or bool(_HELPER_SCRIPT.search(base)) and not _WORK_SCRIPT.search(base)
 
 
 # A per-node check or monitor module or variable by its name: mountcheck, healthcheck, power monitor.
@@ -375,7 +393,7 @@ def helper_step(shell, command) -> bool:
             return True
         inner = _in_container(command, program)
         return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
-    if name in _PER_NODE or (program is not None and _helper_script(program.raw)):
+    if name in _PER_NODE or _NODE_TOOL.match(name) or (program is not None and _helper_script(program.raw)):
         return True
     if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`, `bash $DIR/power_monitor.sh`: the name says it
         rest = command.args[command.args.index(program) + 1:]
@@ -389,7 +407,7 @@ def _per_node(shell, command) -> bool:
     """A command of a step's payload that each node runs alone: a per-node program, or python running
     a helper script by its name (`python3 data/shakespeare_char/prepare.py`: round forty)."""
     name = _resolved(shell, command.name).rsplit("/", 1)[-1]
-    if name in _PER_NODE:
+    if name in _PER_NODE or _NODE_TOOL.match(name):
         return True
     script = next((a for a in command.args if not a.raw.startswith("-")), None)
     return name.startswith("python") and script is not None and _helper_script(script.raw)
@@ -465,7 +483,7 @@ def _independent(shell, command) -> bool:
     nothing waiting until the time limit."""
     program = _program(command, shell)
     name = _program_name(shell, program)
-    if name in _BOUNDED or _runs_ray(command) or helper_step(shell, command):
+    if name in _BOUNDED or name in _MPI_LAUNCHERS or _runs_ray(command) or helper_step(shell, command):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
