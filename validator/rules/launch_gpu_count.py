@@ -12,7 +12,8 @@ GPU of its nodes, whose number the script does not say: the literal is the autho
 variable is unset there, the default is the right count); a literal equal to what the srun that
 runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --nproc-per-node 4`); a
 literal equal to the per-node count of another accelerator the job asks as a generic resource
-(--gres=dcu:4), for which no GPU variable is set.
+(--gres=dcu:4), for which no GPU variable is set; a literal in a job that asks zero GPUs
+(--gres=gpu:0, round sixty: CPU workers by design, SLURM_GPUS_ON_NODE would be no count of them).
 """
 import re
 
@@ -103,6 +104,8 @@ def check(target):
         literal = as_int(word.value)
         if literal is not None and requested is None and literal in _other_accelerators(parsed):
             continue  # --gres=dcu:4 and --nproc-per-node=4: the job's own count of a device that is no 'gpu'
+        if literal is not None and requested == 0 and per_step.get((command.line, command.col)) is None:
+            continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

@@ -14,7 +14,8 @@ is no fallback: it is still reported.
 Nor where only the script's name or text is used (`echo "usage: $0"`, `cat "$0"`, `cp "$0" $LOGDIR/`):
 the spool copy is the submitted script, byte for byte; only the folder around it is another place.
 Nor, in the default profile, a folder kept in a variable that nothing reads (never expanded, never
-exported): the spool path goes nowhere.
+exported): the spool path goes nowhere. Nor a folder variable that the script also sets from
+`scontrol show job`'s Command= (the path the job was submitted with).
 In a script nobody here wrote (the default profile) only that is reported: the folder taken from
 the path (`dirname "$0"`, `${BASH_SOURCE[0]%/*}`, also through a variable set from it or from
 `readlink -f "$0"`), which names the spool folder where the script's siblings are not. Every true
@@ -240,6 +241,20 @@ def _unread(shell, lines, expansions, targets: set) -> set:
     return {name for name in targets if name not in read and name not in exported and name not in words}
 
 
+# `scontrol show job $SLURM_JOB_ID` prints the path the job was submitted with as Command=
+# (slurm_sprint_job_info() in src/api/job_info.c at slurm-22-05-0-1, _sprint_job_info() in
+# src/scontrol/info_job.c at slurm-26-05-1-1: "Command=%s", job_ptr->command): a variable set from
+# it names the repository's script, not the spool copy.
+_SUBMITTED_PATH = re.compile(r"scontrol\s+show\s+job\b.*\bCommand\b", re.S)
+
+
+def _command_fallback(shell, targets: set) -> set:
+    """Holders of the script's folder that the script also sets from `scontrol show job`'s Command=
+    (round sixty-two: alphafold3-tools' lis.sh tries BASH_SOURCE's folder, then the submitted path
+    when the spool folder lacks the script): the path that is used inside a job is the real one."""
+    return {name for name in targets if any(_SUBMITTED_PATH.search(a.raw) for a in shell.assigned(name))}
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
@@ -257,7 +272,8 @@ def check(target):
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
     if not target.strict:
-        fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, script.parsed.lines, expansions, targets)
+        fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, script.parsed.lines, expansions, targets) \
+            | _command_fallback(script.shell, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _assigned_name(expansion.node) in fallback):
