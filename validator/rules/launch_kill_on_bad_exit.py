@@ -75,8 +75,10 @@ def _one_task(shell, parsed, command, strict) -> bool:
     if per_node is not None or nodes is not None:
         # srun -N1: as many tasks as the job's --ntasks-per-node (SLURM_NTASKS_PER_NODE), else one
         tasks_per_node = per_node.value if per_node is not None else asked.get("ntasks-per-node", "1")
-        one_node = nodes is not None and (nodes.value == "1" or any(v in nodes.raw for v in _NODE_COUNT_VARIABLES)
-                                          and _one_node(parsed, asked, strict))
+        # without srun -N the step spans the job's nodes: one where the job has one (round sixty-one:
+        # `srun --ntasks-per-node=1` in a job of --ntasks=1)
+        one_node = _one_node(parsed, asked, strict) if nodes is None else \
+            (nodes.value == "1" or any(v in nodes.raw for v in _NODE_COUNT_VARIABLES) and _one_node(parsed, asked, strict))
         return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
