@@ -105,6 +105,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2199" and _MEMBERSHIP.search(_line(finding, script)):
         return False
+    if finding.rule == "SC1087" and _in_pattern(finding, script):
+        return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
 
@@ -149,6 +151,30 @@ def _literal_equals(finding: Finding, script) -> bool:
 # warns of is the point (a membership test; round fifteen: 7 of 7 such findings judged false).
 # Also `[[ " ${list[@]} " =~ " $x " ]]`, the padded form with a regex match (round twenty-two: 3 of 3).
 _MEMBERSHIP = re.compile(r"\[\[\s*(!\s*)?\"?\s*\$\{\w+\[[@*]\]\}\s*\"?\s*(==?\s*\*|=~)")
+
+
+# SC1087 ("$s[" is no array element) inside a pattern handed to sed, grep, awk or perl: the [ opens
+# the pattern's bracket expression after a variable that holds part of the pattern (the widely
+# copied parse_yaml function: `sed -ne "s|^\($s\)\($w\)$s:$s[\"']..."`, round sixty-two). The line
+# is that command's, or a continuation (`-e "..."`) of one.
+_PATTERN_TOOLS = re.compile(r"(^|[\s|;&(`])(sed|grep|egrep|awk|gawk|perl)\s")
+
+
+def _in_pattern(finding: Finding, script) -> bool:
+    lines = _lines(script)
+    index = finding.line - 1
+    if not 0 <= index < len(lines):
+        return False
+    if _PATTERN_TOOLS.search(lines[index][:max(finding.col - 1, 0)]):
+        return True
+    # a continued command: walk back over the lines that end in a backslash (a bounded walk: a file
+    # of many continued lines and many findings stays linear)
+    stop = max(index - 64, 0)
+    while index > stop and lines[index - 1].rstrip().endswith("\\"):
+        index -= 1
+        if _PATTERN_TOOLS.search(lines[index]):
+            return True
+    return False
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:
