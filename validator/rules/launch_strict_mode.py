@@ -144,6 +144,11 @@ def _risks(script):
     after = [n for n in _following(statement) if _first_word(n) not in ("exit", "wait")]
     if after and _success_check(after[-1]):
         return  # the job ends on a grep for the run's own end marker: it fails when the run did not finish
+    if after and _first_word(after[-1]).startswith("-"):
+        # `srun python x.py \  # comment` then `--do_train ...`: the broken continuation runs as a
+        # command named --do_train, which bash cannot find (status 127): the job always fails, no
+        # success hides the srun's status; SC2215 reports the broken line (round sixty)
+        return
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1
         # csh and tcsh have no `set -e`: their -e flag on the '#!' line exits on a failed command (csh(1))
