@@ -7,8 +7,11 @@ slurm-26-05-1-1; sbatch.1 at slurm-25-11-7-1: "can not share nodes with other ru
 every GPU of it: a second job that rendezvouses needs GPUs, and none is left. The GPU count of a
 node is the preset manifest's topology.gpu.per_node, else 8 (HGX and DGX boards, LUMI-G's 8 GCDs:
 no common GPU node has more), or 4 when the job also takes 32 or more CPUs of the node (the
-4-GPU boards of V100/A100 clusters have 32 to 64 cores: CSC Puhti, Jean Zay): a heuristic, the node's
-real size is not in the script; 4 GPUs with a few CPUs still leave room for another job.
+4-GPU boards of V100/A100 clusters have 32 to 64 cores: CSC Puhti, Jean Zay), or any GPU count when the
+job takes 128 or more CPUs of the node (round sixty-three: --gres=gpu:2 --cpus-per-task=256 on VSC-5's
+2-A100 nodes; most GPU nodes have 64 to 128 cores, and no true finding judged so far took more than
+20 CPUs): a heuristic, the node's real size is not in the script; 4 GPUs with a few CPUs still leave
+room for another job.
 A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
 reported on any job.
 Holds for: every release (22.05-26.05).
@@ -31,6 +34,8 @@ BAD = {"run.sbatch": bad_batch("export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12
 _NODE_GPUS = 8  # GPUs of a node when no manifest says: HGX/DGX boards
 # A 4-GPU request takes a whole node when it also takes this many CPUs (4-GPU boards have 32-64 cores).
 _SMALL_NODE_GPUS, _SMALL_NODE_CPUS = 4, 32
+# Any GPU request takes a whole node when it also takes this many CPUs of it.
+_WHOLE_NODE_CPUS = 128
 
 
 _PORT = re.compile(r":([0-9]+)$")
@@ -64,7 +69,7 @@ def _whole_nodes(target) -> bool:
     requested = requested_gpus_per_node(parsed)
     if requested is None:
         return False
-    if requested >= node_gpus:
+    if requested >= node_gpus or node_gpus == _NODE_GPUS and _cpus_per_node(parsed) >= _WHOLE_NODE_CPUS:
         return True
     return (node_gpus == _NODE_GPUS and requested >= _SMALL_NODE_GPUS
             and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
