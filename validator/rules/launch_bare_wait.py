@@ -1,17 +1,22 @@
 """Steps started in the background and collected with a bare `wait`: their exit status is lost (wait returns 0), and a server step that never ends holds the job until its time limit.
 
 Premise: bash's `wait` without arguments returns 0 once every child has ended, whatever their status
-(bash(1), wait builtin). Holds for: every Slurm release (no Slurm behaviour involved). A step that
+(bash(1), wait builtin). Holds for: every Slurm release (no Slurm behaviour involved). The same holds
+for work the batch shell itself starts in the background (`python run.py cfg1 & python run.py cfg2 &
+wait`: a sweep whose failed runs end COMPLETED; 10 of 10 such findings on read corpora judged true),
+but for an interactive server (Jupyter, TensorBoard) meant to run until its user is done. A step that
 only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE) loses no
 status worth keeping: such steps alone do not make a bare wait a finding.
 """
-from validator.rules.base import backgrounded
+import re
+
+from validator.rules.base import WORK_PROGRAMS, backgrounded
 from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-bare-wait"
 SEVERITY = "warning"
 SCOPE = "script"
-DESCRIPTION = ("Background srun steps collected with a bare 'wait': the job succeeds whatever the steps did, and a "
+DESCRIPTION = ("Background srun steps or programs collected with a bare 'wait': the job succeeds whatever they did, and a "
                "server step that never exits holds the job until its time limit; wait for each PID and check it.")
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\nset -euo pipefail\n"
                       "srun -N1 -n1 --kill-on-bad-exit=1 ./a.sh &\nfirst=$!\nsrun -N1 -n1 --kill-on-bad-exit=1 ./b.sh &\n"
@@ -44,15 +49,31 @@ def _functions_running_srun(shell) -> set:
     return names
 
 
+# An interactive server meant to run until the person using it is done or the time limit comes
+# (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`).
+# The server's name as a word of its own (`jupyter notebook`, `-m tensorboard`), not inside another
+# (`--no_tensorboard`, `jupyter_cuda.sif`).
+_INTERACTIVE = re.compile(r"(?<![\w.-])(jupyter|jupyter-lab|jupyter-notebook|tensorboard|code-server)(?![\w-])")
+
+
+def _work(command) -> bool:
+    """A program that does the job's work in the batch shell itself (python, torchrun, mpirun,
+    apptainer, julia: WORK_PROGRAMS), by its base name; not an interactive server."""
+    if command.name.rsplit("/", 1)[-1] not in WORK_PROGRAMS:
+        return False
+    return not any(_INTERACTIVE.search(arg.raw) for arg in command.args)
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
-    background = [c for c in shell.commands if c.name in steps and backgrounded(c) and not _nothing_to_lose(c)]
+    background = [c for c in shell.commands if (c.name in steps or _work(c)) and backgrounded(c)
+                  and not _nothing_to_lose(c)]
     if not background:
         return
     first = min(c.node.start_byte for c in background)
     for command in shell.named("wait"):
         if not command.args and command.node.start_byte > first:
             yield (target.script.display, command.line, command.col,
-                   "bare 'wait' after background srun steps: it returns 0 whatever they did "
+                   "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")
