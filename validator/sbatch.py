@@ -312,7 +312,9 @@ PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Z
 _FILL_RUN = re.compile(r"(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3,}|\*{2,}[A-Za-z_]+\*{2,})(?![A-Za-z0-9*])"
                        r"|(?<![\w.])\.{3,}(?![\w.])|(?<![\w-])TODO(?![\w-])")
 _FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
-_LOOKALIKE = re.compile(r"^\s*#\s*sbatch\b", re.IGNORECASE)
+# followed by an option: '# SBATCH' alone is a heading of a comment banner, '# SBATCH directives below'
+# prose (round sixty-eight, round two): neither is a directive switched off nor one mistyped
+_LOOKALIKE = re.compile(r"^\s*#\s*sbatch\s*-", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 
