@@ -8,15 +8,18 @@ Holds for: every release (22.05-26.05). Defects in any script: torchrun
 without --nnodes (or with --standalone) in a job of several nodes, a literal --nnodes that differs
 from the job's own --nodes, more tasks than nodes (or more than one a node: --ntasks-per-node=8)
 where an srun that sets no task count of its own starts torchrun (it starts one torchrun agent per
-task, and each agent starts --nproc-per-node workers). The strict profile's policy (the
+task, and each agent starts --nproc-per-node workers), and torchrun with --nnodes above 1 started by
+the batch shell itself in a job of several nodes: the batch script runs once, on the first node, so
+the rendezvous waits for agents nobody starts (round sixty's LLaVA-MORE jobs; not where the script
+runs itself as a step, `srun ... "$0"`, nor in a function a step may call). The strict profile's policy (the
 node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no
 --ntasks) is ours; a script that is single-node by design (--nodes=1, torchrun --standalone) keeps
 its literal elsewhere.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, is_decimal, launcher_commands, launcher_steps,
-                                  non_ascii_number, srun_option)
+from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, in_function, is_decimal, is_launcher,
+                                  launcher_commands, launcher_steps, non_ascii_number, srun_option, with_payloads)
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -58,6 +61,24 @@ def _one_worker(launcher) -> bool:
     return nproc is not None and nproc.value == "1"
 
 
+def _batch_shell_launchers(shell):
+    """torchrun started by the batch shell itself (not by srun, not in a `bash -c` payload, not in a
+    function a step may call): it runs once, on the job's first node (slurmstepd runs the batch
+    script there: the batch step, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1)."""
+    if any(_runs_itself(c) for c in shell.named("srun")):
+        return  # `srun ... "$0"`: the script runs itself as a step on every node
+    for command, inside in with_payloads(shell):
+        if not inside and is_launcher(command) and command.node is not None and not in_function(command.node):
+            yield command
+
+
+_SELF = re.compile(r'"?\$(0|\{0\}|\{?BASH_SOURCE(\[0\])?\}?)"?$')
+
+
+def _runs_itself(srun) -> bool:
+    return any(_SELF.match(a.raw) for a in srun.args)
+
+
 def check(target):
     script = target.script
     if script.in_preset:
@@ -65,6 +86,7 @@ def check(target):
             yield (script.display, option.line, option.col,
                    "#SBATCH --nodes hard-codes the node count; give it at submission (sbatch --nodes N)")
     launchers = list(launcher_commands(script.shell))
+    batch_shell = {(c.line, c.col) for c in _batch_shell_launchers(script.shell)}
     several = _several_nodes(script.parsed)
     asked_nodes = script.parsed.value("nodes")
     for command in launchers:
@@ -75,6 +97,12 @@ def check(target):
             yield (script.display, command.line, command.col,
                    f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts its own one-node job; "
                    "pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
+        if word is not None and several and (command.line, command.col) in batch_shell and not _fits(word.value or "", "1") \
+                and (word.value is None or word.value.split(":")[0] != "1"):
+            yield (script.display, command.line, command.col,
+                   f"torchrun in the batch shell runs on the job's first node only: its --nnodes={word.raw} rendezvous "
+                   "waits for agents that no other node starts, until it times out; start it with "
+                   "srun --ntasks-per-node=1")
         if word is not None and non_ascii_number(word.value):
             yield (script.display, word.line, word.col, f"--nnodes: {non_ascii_number(word.value)}")
         if word is not None and word.value is not None and is_decimal(word.value.replace(":", "")) \
