@@ -301,7 +301,7 @@ TEMPLATE = _TEMPLATE
 # value is a comment.
 HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
-                         r"|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]))\w*"
+                         r"|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))[\w/.]*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 # In the value of an option that names the person's own project or the cluster's queues and features
 # (--account, --partition, --qos, --reservation, --constraint): a run of capital X's, a word of x's or of stars
