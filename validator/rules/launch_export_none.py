@@ -5,7 +5,10 @@ slurm-22-05-0-1 and slurm-26-05-1-1) and srun reads SLURM_EXPORT_ENV as its --ex
 src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): every step starts
 without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no MPI launcher,
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
-to) runs only in the batch shell, which keeps its environment: nothing to report.
+to) runs only in the batch shell, which keeps its environment: nothing to report. In a script
+nobody here wrote (the default profile) only a step the file shows counts: srun or an MPI
+launcher, not a script it hands over to nor torchrun, accelerate, deepspeed or Ray, which start
+no Slurm step of their own.
 """
 from validator.model import OTHER_SHELLS, POSIX_SHELLS
 from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
@@ -32,12 +35,24 @@ _SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", 
                "sacct", "sinfo", "python", "python3", "singularity", "apptainer", "curl", "wget", "git", "time"}
 
 
+# What starts a Slurm step that the file itself shows: an MPI launcher bootstraps its ranks through
+# srun under Slurm (Open MPI's and Intel MPI's Slurm launch components, MPICH's hydra), charmrun through
+# mpiexec. torchrun, accelerate and deepspeed start local processes (deepspeed reaches other nodes by
+# pdsh or ssh unless told --launcher slurm), and Ray's nodes join by TCP: none starts a step.
+_SHOWN_STARTERS = MPI_LAUNCHERS | {"charmrun"}
+
+
 def _may_start_steps(shell, strict: bool = True) -> bool:
     """An MPI or job launcher, another script, or any program or function that is not shell-only
     work (./run.sh, $EXE, a sourced library's function) may start srun steps; shell-only work may not.
     In a script nobody here wrote (strict=False) a program named bare (`bcftools view`, `gmx`) is
     one process of the batch shell: only launchers, scripts (a path or a .sh name) and programs named
     by a variable may start steps (round twenty-six: `bcftools view` alone judged false)."""
+    if not strict:
+        # somebody else's script: only a step starter the file shows (round sixty-seven: `bash
+        # carla/CarlaUE4.sh &` and a script running torch.distributed.launch judged false; no true
+        # finding of any read round rested on a script or program the job hands over to)
+        return any(c.name.rsplit("/", 1)[-1] in _SHOWN_STARTERS for c in shell.commands)
     for command in shell.commands:
         full = command.name
         name = full.rsplit("/", 1)[-1]
