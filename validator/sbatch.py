@@ -346,7 +346,10 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             engine_open = None if ("%}" if opened == "%" else "#}") in stripped else opened
             continue
         if not stripped or stripped.startswith("#"):
-            if _LOOKALIKE.match(line) and number > 1 and not _USAGE.match(line):
+            # only before the first command: after it sbatch reads no directive, so even '#SBATCH' there is
+            # ignored (sbatch-directive-after-command says so) and a look-alike is a commented-out command
+            # (`#sbatch --export=ALL $NEXT_JOB`: round sixty-six's resubmission lines)
+            if _LOOKALIKE.match(line) and number > 1 and not stopped and not _USAGE.match(line):
                 col = len(line) - len(line.lstrip()) + 1
                 script.lookalikes.append(LookAlike(number, col, line.rstrip("\r"), _lookalike_reason(line)))
             continue
