@@ -67,7 +67,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
     if count is not None:
         # --ntasks=$SLURM_JOB_NUM_NODES (or the script's own $NNODES): one task per node, one task in a
         # job of one node; --ntasks=$SLURM_NTASKS: the job's own task count
-        per_node_count = any(name in count.raw for name in _NODE_COUNT_VARIABLES) or _NODE_COUNT_NAME.search(count.raw)
+        # the variable alone: `-n $((8 * SLURM_NNODES))` is eight tasks a node (round sixty-six's kharma job)
+        per_node_count = _NODE_COUNT_VARIABLE.match(count.raw) or _NODE_COUNT_NAME.search(count.raw)
         job_count = _JOB_TASKS.search(count.raw) is not None and _job_tasks(asked) == 1
         return count.value == "1" or job_count or bool(per_node_count) and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
@@ -116,6 +117,7 @@ def _step_component(shell, parsed, command):
 
 
 _NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
+_NODE_COUNT_VARIABLE = re.compile(r"^\"?\$\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)(:?-\d+)?\}?\"?$")  # also ${X:-1}
 # A script's own node-count variable: $NNODES, ${NUM_NODES}, $N_NODES, $NODE_COUNT.
 _NODE_COUNT_NAME = re.compile(r"^\"?\$\{?(N_?NODES|NUM_?NODES|NODE_?COUNT|NODES)\}?\"?$", re.I)
 # The job's task count as Slurm exports it to the batch shell (sbatch.1, OUTPUT ENVIRONMENT VARIABLES).
