@@ -268,8 +268,10 @@ def _own_shard(text: str) -> bool:
     return any(_SHARD_NAME.search(text[max(0, m.start() - 48):m.start()]) for m in _TASK_ID.finditer(text))
 # `python -c CODE` whose code imports nothing that joins tasks (an mllog event, a file check): each
 # task runs it alone.
-_JOINS = ("torch", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed", "init_process_group",
-          "tensorflow", "ray", "dask")
+# `import torch; print(torch.cuda.current_device())` checks the task's own GPU (round seventy-three's
+# GPU-binding job): torch joins tasks only through torch.distributed (or a library on top of it).
+_JOINS = ("torch.distributed", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed",
+          "init_process_group", "tensorflow", "ray", "dask", "accelerate", "lightning")
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh,
 # config_env_ddp.sh or setup_venv.sh (a virtualenv built on each node before the training step: round
 # twenty-four, 3 of 3 judged false), slurm-metadata.sh or collect-node-info.sh (what each node has:
@@ -417,6 +419,12 @@ def _per_node(shell, command) -> bool:
     return name.startswith("python") and script is not None and _helper_script(script.raw)
 
 
+def _local_python(command) -> bool:
+    """`python -c "import torch; print(torch.cuda.current_device())"`: code that joins no other task."""
+    return command.name.rsplit("/", 1)[-1].startswith("python") and len(command.args) > 1 \
+        and command.args[0].value == "-c" and not any(marker in command.args[1].raw for marker in _JOINS)
+
+
 _DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
 
 
@@ -514,6 +522,8 @@ def _independent(shell, command) -> bool:
         names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
         if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in payload_text(shell, payload)[0]:
             return True
+        if all(_per_node(shell, c) or _local_python(c) for c in inner.commands):
+            return True  # echo, export, then a local `python -c` check on each task's own GPU
     return payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED) \
         and not command.has_flag("--mpi")
 
@@ -619,8 +629,20 @@ def _pid_variable(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
+def _cut_by_comment(command, lines) -> bool:
+    """`srun singularity exec ... \` then a line `# bind more here`: the comment ends the command (bash
+    reads no continuation inside a comment), so the step runs without the rest of its words (no image,
+    no program) and every task fails at once; the lines after it run as another command (round
+    seventy-three's Modalities job). Nothing is left waiting."""
+    if command.node is None:
+        return False
+    row = command.node.end_point[0]
+    return row + 1 < len(lines) and lines[row].rstrip().endswith("\\") and lines[row + 1].lstrip().startswith("#")
+
+
 def check(target):
     shell = target.script.shell
+    lines = target.script.parsed.lines
     for a in shell.assignments:  # a name srun never reads: the steps are not killed
         if a.name == "SLURM_KILL_ON_BAD_EXIT" and a.exported:
             yield (target.script.display, a.line, a.col, "srun reads SLURM_KILL_BAD_EXIT, not SLURM_KILL_ON_BAD_EXIT: "
@@ -635,7 +657,7 @@ def check(target):
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \
-                or _templated_program(command) or _independent(shell, command) \
+                or _templated_program(command) or _cut_by_comment(command, lines) or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,
