@@ -26,7 +26,9 @@ job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL o
 GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each). Nor a node's own stress
 test or health check (dcgmproftester, gpu_burn, stress-ng, thermal_test.sh, node_healthcheck.sh), nor
 mpirun as the step's program: each task starts its own MPI world, which mpirun aborts itself when a
-rank exits non-zero.
+rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
+print(torch.cuda.current_device())"`: no torch.distributed), nor one a comment cut short inside its
+backslash continuation (the step runs without its image or program and fails at once).
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
