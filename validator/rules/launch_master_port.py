@@ -11,7 +11,7 @@ no common GPU node has more), or 4 when the job also takes 32 or more CPUs of th
 job takes 128 or more CPUs of the node (round sixty-three: --gres=gpu:2 --cpus-per-task=256 on VSC-5's
 2-A100 nodes; most GPU nodes have 64 to 128 cores, and no true finding judged so far took more than
 20 CPUs): a heuristic, the node's real size is not in the script; 4 GPUs with a few CPUs still leave
-room for another job.
+room for another job. --mem=0 takes all the memory of each node: no job fits beside it either.
 A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
 reported on any job.
 Holds for: every release (22.05-26.05).
@@ -60,7 +60,10 @@ def _whole_nodes(target) -> bool:
     the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
     segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
     parsed = target.script.parsed
-    if exclusive_nodes(parsed):
+    # --mem=0: "grants the job access to all of the memory on each node" (sbatch.1, --mem, at
+    # slurm-22-05-0-1 and slurm-26-05-1-1): where memory is a consumable resource, as on GPU
+    # clusters, no second job fits beside it (round seventy-three: dolomite-engine's GB200 job)
+    if exclusive_nodes(parsed) or parsed.value("mem") == "0":
         return True
     manifest = manifest_of(target)
     topology = manifest.get("topology") if isinstance(manifest, dict) else None
