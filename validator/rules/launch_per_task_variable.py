@@ -19,8 +19,9 @@ Not reported where node 0's value does no harm:
 - `CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` in a job that binds GPUs per task (--ntasks-per-gpu implies
   --tres-bind=gres/gpu:single, --gpus-per-task implies per_task: sbatch.1 at slurm-26-05-3-1):
   Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
-- the value is assigned to a variable that nothing reads but echo/printf (and that is not exported,
-  or exported in a script whose launcher uses the c10d rendezvous);
+- the value is assigned to a variable that nothing reads but echo/printf, torchrun's --node_rank
+  beside --rdzv_backend c10d, or the value of another variable that nothing reads (and that is not
+  exported, or exported in a script whose launcher uses the c10d rendezvous);
 - the expansion is inside a function the script exports (`export -f run_node`, run by
   `srun bash -c run_node`): each task runs the function and expands its own value;
 - in a script nobody here wrote (the default profile), the value is printed directly by echo or
@@ -88,11 +89,12 @@ def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
     return seen[key]
 
 
-def _read_beyond_printing(script, names: set) -> set:
-    """Those of `names` that something other than echo/printf reads: one pass over the expansions."""
+def _read_beyond_printing(script, names: set, rank_only=lambda expansion: False) -> set:
+    """Those of `names` that something other than echo/printf reads (or `rank_only`: torchrun's node
+    rank under c10d, which it ignores): one pass over the expansions."""
     out = set()
     for expansion in script.shell.expansions:
-        if expansion.name in names and expansion.name not in out:
+        if expansion.name in names and expansion.name not in out and not rank_only(expansion):
             command = enclosing(expansion.node, ("command", "program"))
             called = command.child_by_field_name("name") if command is not None and command.type == "command" else None
             if called is None or called.text.decode("utf-8", "replace") not in _PRINTS:
@@ -151,6 +153,17 @@ def _assigned_to(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
+def _enclosing_assignment(node) -> str | None:
+    """X when the expansion is anywhere in the value of an assignment X=... (not in a $( ) that runs
+    a command: that command reads it)."""
+    while node is not None and node.type not in ("variable_assignment", "command_substitution", "command", "program"):
+        node = node.parent
+    if node is None or node.type != "variable_assignment":
+        return None
+    name = node.child_by_field_name("name")
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
 def _gpus_bound_per_task(parsed) -> bool:
     return bool(parsed.get("ntasks-per-gpu") or parsed.get("gpus-per-task"))
 
@@ -185,7 +198,20 @@ def check(target):
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d
     exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders}
-    harmless = holders - _read_beyond_printing(script, holders) - exported
+    # `export NODE_RANK=$SLURM_NODEID` read only as `--node_rank $NODE_RANK` beside --rdzv_backend=c10d
+    # (round seventy-three: dolomite-engine): torchrun ignores it, as when the variable is written there
+    # a read inside the value of a variable nothing reads (DISTRIBUTED_ARGS="... --node_rank $NODE_RANK"
+    # never used: round seventy-three's octopack job) reaches nothing either
+    read = {e.name for e in script.shell.expansions}
+    exported_names = {a.name for a in script.shell.assignments if a.exported}
+
+    def unused(expansion) -> bool:
+        if c10d and _c10d_rank(expansion, data, seen):
+            return True
+        target = _enclosing_assignment(expansion.node)
+        return target is not None and target not in read and target not in exported_names
+
+    harmless = holders - _read_beyond_printing(script, holders, unused) - exported
     for expansion, holder in candidates:
         if holder in harmless:
             continue
