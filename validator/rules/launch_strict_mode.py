@@ -183,7 +183,14 @@ def _trailer(node) -> bool:
     return (first in _TRAILERS or first == "cd"
             or (first in ("conda", "mamba", "micromamba") and words[1:2] == ["deactivate"])
             or (first in ("module", "ml") and words[1:2] in (["purge"], ["unload"]))
-            or (first == "rm" and any(w[:1] == "-" and w[1:2] != "-" and "f" in w for w in words[1:])))
+            or (first == "rm" and any(w[:1] == "-" and w[1:2] != "-" and "f" in w for w in words[1:]))
+            or _forced_true(node))
+
+
+def _forced_true(node) -> bool:
+    """`grep "^val:" log || true`: a command made to succeed whatever it did (round sixty-seven's judge's
+    recall miss): its status is 0, as a trailer's."""
+    return node.type == "list" and re.search(rb"\|\|\s*(true|:)\s*$", node.text) is not None
 
 
 def _traps_err(command) -> bool:
@@ -293,7 +300,7 @@ def _work_then_echo(shell):
         after = after[:-1]  # `exit` or `exit $?` exits with the last command's status: the trailer's
     if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after):
         return None
-    if any(n.type not in ("command", "redirected_statement") or not _trailer(n) for n in after):
+    if any(n.type not in ("command", "redirected_statement", "list") or not _trailer(n) for n in after):
         return None
     line = after[-1].start_point[0] + 1
     # `python build.py | tee out`: the pipeline's status is tee's too; set -e alone keeps nothing
