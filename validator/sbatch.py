@@ -301,7 +301,7 @@ TEMPLATE = _TEMPLATE
 # value is a comment.
 HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
-                         r"|(?<![A-Za-z0-9])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))[\w/.]*"
+                         r"|(?<![A-Za-z0-9.])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 # In the value of an option that names the person's own project or the cluster's queues and features
 # (--account, --partition, --qos, --reservation, --constraint): a run of capital X's, a word of x's or of stars
@@ -314,7 +314,9 @@ _FILL_RUN = re.compile(r"(?<![A-Z])X{3,}(?![A-Z])|(?<![A-Za-z0-9*])(?:x{3,}|\*{3
 _FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
 # followed by an option: '# SBATCH' alone is a heading of a comment banner, '# SBATCH directives below'
 # prose (round sixty-eight, round two): neither is a directive switched off nor one mistyped
-_LOOKALIKE = re.compile(r"^\s*#\s*sbatch\s*-", re.IGNORECASE)
+# (a dash or two and a letter: '-N', '--time', also the en and em dashes pasted from documents; not a
+# row of dashes under a heading)
+_LOOKALIKE = re.compile(r"^\s*#\s*sbatch\s*[-\u2013\u2014]{1,2}[A-Za-z]", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 

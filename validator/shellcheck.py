@@ -165,16 +165,39 @@ def _in_pattern(finding: Finding, script) -> bool:
     index = finding.line - 1
     if not 0 <= index < len(lines):
         return False
-    if _PATTERN_TOOLS.search(lines[index][:max(finding.col - 1, 0)]):
+    segment, started = _last_command(lines[index][:max(finding.col - 1, 0)])
+    if _PATTERN_TOOLS.search(segment):
         return True
     # a continued command: walk back over the lines that end in a backslash (a bounded walk: a file
-    # of many continued lines and many findings stays linear)
+    # of many continued lines and many findings stays linear) to where the command starts
     stop = max(index - 64, 0)
-    while index > stop and lines[index - 1].rstrip().endswith("\\"):
+    while not started and index > stop and lines[index - 1].rstrip().endswith("\\"):
         index -= 1
-        if _PATTERN_TOOLS.search(lines[index]):
+        segment, started = _last_command(lines[index])
+        if _PATTERN_TOOLS.search(segment):
             return True
     return False
+
+
+def _last_command(text: str) -> tuple[str, bool]:
+    """The text after the last `;`, `&&`, `||` or `|` outside quotes (the command the end of `text`
+    belongs to: `grep -q x f && echo "$a[0]"` is echo's), and whether there was one."""
+    quote, cut, i = None, -1, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\" and quote == '"':
+                i += 1
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char == "\\":
+            i += 1
+        elif char in ";|&":
+            cut = i
+        i += 1
+    return text[cut + 1:], cut >= 0
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:

@@ -163,6 +163,13 @@ def _gres_gpus(item: str) -> int | None:
     return as_int(parts[-1])
 
 
+def all_memory(parsed) -> bool:
+    """--mem=0 (also 0M, 0G): "a memory size specification of zero is treated as a special case and
+    grants the job access to all of the memory on each node" (sbatch.1, --mem, at slurm-22-05-0-1 and
+    slurm-26-05-1-1); the unit does not change zero."""
+    return re.fullmatch(r"0+[KMGT]?B?", (parsed.value("mem") or "").strip(), re.I) is not None
+
+
 def exclusive_nodes(parsed) -> bool:
     """--exclusive with no value or =exclusive: no other job shares the job's nodes (=user and =mcs
     still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at

@@ -50,18 +50,29 @@ def _functions_running_srun(shell) -> set:
 
 
 # An interactive server meant to run until the person using it is done or the time limit comes
-# (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`).
-# The server's name as a word of its own (`jupyter notebook`, `-m tensorboard`), not inside another
-# (`--no_tensorboard`, `jupyter_cuda.sif`).
-_INTERACTIVE = re.compile(r"(?<![\w.-])(jupyter|jupyter-lab|jupyter-notebook|tensorboard|code-server)(?![\w-])")
+# (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`): its name
+# as a word of its own or the first word of a command string, or python's -m module; not the value
+# of an option (`--report_to tensorboard` is a training that logs for TensorBoard).
+_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server"}
+_SERVER_MODULES = _SERVERS | {"notebook", "tensorboard.main"}
+
+
+def _interactive(command) -> bool:
+    words = [(a.value if a.value is not None else a.raw).strip("\"'") for a in command.args]
+    for i, word in enumerate(words):
+        first = word.split(None, 1)[0] if word.split() else ""
+        before = words[i - 1] if i else ""
+        if before == "-m" and first in _SERVER_MODULES:
+            return True
+        if first in _SERVERS and not before.startswith("-"):
+            return True
+    return False
 
 
 def _work(command) -> bool:
     """A program that does the job's work in the batch shell itself (python, torchrun, mpirun,
     apptainer, julia: WORK_PROGRAMS), by its base name; not an interactive server."""
-    if command.name.rsplit("/", 1)[-1] not in WORK_PROGRAMS:
-        return False
-    return not any(_INTERACTIVE.search(arg.raw) for arg in command.args)
+    return command.name.rsplit("/", 1)[-1] in WORK_PROGRAMS and not _interactive(command)
 
 
 def check(target):

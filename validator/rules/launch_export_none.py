@@ -10,6 +10,8 @@ nobody here wrote (the default profile) only a step the file shows counts: srun 
 launcher, not a script it hands over to nor torchrun, accelerate, deepspeed or Ray, which start
 no Slurm step of their own.
 """
+import re
+
 from validator.model import OTHER_SHELLS, POSIX_SHELLS
 from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
 from validator.rules.launch_kill_on_bad_exit import step_program
@@ -42,6 +44,16 @@ _SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", 
 _SHOWN_STARTERS = MPI_LAUNCHERS | {"charmrun"}
 
 
+def _shown_starter(shell, name: str) -> bool:
+    if name.rsplit("/", 1)[-1] in _SHOWN_STARTERS | {"srun"}:
+        return True
+    match = re.fullmatch(r"\$\{?(\w{1,128})\}?", name)
+    if match is None:
+        return False
+    firsts = [a.value.split()[0] for a in shell.assigned(match.group(1)) if a.value and a.value.split()]
+    return any(first.rsplit("/", 1)[-1] in _SHOWN_STARTERS | {"srun"} for first in firsts)
+
+
 def _may_start_steps(shell, strict: bool = True) -> bool:
     """An MPI or job launcher, another script, or any program or function that is not shell-only
     work (./run.sh, $EXE, a sourced library's function) may start srun steps; shell-only work may not.
@@ -51,8 +63,9 @@ def _may_start_steps(shell, strict: bool = True) -> bool:
     if not strict:
         # somebody else's script: only a step starter the file shows (round sixty-seven: `bash
         # carla/CarlaUE4.sh &` and a script running torch.distributed.launch judged false; no true
-        # finding of any read round rested on a script or program the job hands over to)
-        return any(c.name.rsplit("/", 1)[-1] in _SHOWN_STARTERS for c in shell.commands)
+        # finding of any read round rested on a script or program the job hands over to), also
+        # through a variable the script sets to one (`SRUN="srun --mpi=pmix"; $SRUN app`)
+        return any(_shown_starter(shell, c.name) for c in shell.commands)
     for command in shell.commands:
         full = command.name
         name = full.rsplit("/", 1)[-1]

@@ -38,7 +38,7 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, as_int, backgrounded, bad_batch, exclusive_nodes,
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, exclusive_nodes,
                                   in_function, payload_text, requested_gpus_per_node, srun_option,
                                   statement_of)
 from validator.sbatch import SPANK_OPTIONS, TEMPLATE, option_table
@@ -119,7 +119,9 @@ def _step_component(shell, parsed, command):
 
 
 _NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
-_NODE_COUNT_VARIABLE = re.compile(r"^\"?\$\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)(:?-\d+)?\}?\"?$")  # also ${X:-1}
+# the variable alone: $X, ${X}, ${X:-1}, ${X:=1}, ${X-1}, $((X)), $(( $X ))
+_NODE_COUNT_VARIABLE = re.compile(r"^\"?(\$\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)(:?[-=]\d+)?\}?"
+                                  r"|\$\(\(\s*\$?\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)\}?\s*\)\))\"?$")
 # A script's own node-count variable: $NNODES, ${NUM_NODES}, $N_NODES, $NODE_COUNT.
 _NODE_COUNT_NAME = re.compile(r"^\"?\$\{?(N_?NODES|NUM_?NODES|NODE_?COUNT|NODES)\}?\"?$", re.I)
 # The job's task count as Slurm exports it to the batch shell (sbatch.1, OUTPUT ENVIRONMENT VARIABLES).
@@ -147,7 +149,7 @@ def _one_node(parsed, asked, strict) -> bool:
     `sbatch -N` (Azure's fairseq sample says so in its readme)."""
     if "nodes" in asked:
         return asked["nodes"] in ("1", "1-1")
-    whole = exclusive_nodes(parsed) or parsed.value("mem") == "0" or (requested_gpus_per_node(parsed) or 0) >= 8
+    whole = exclusive_nodes(parsed) or all_memory(parsed) or (requested_gpus_per_node(parsed) or 0) >= 8
     return not strict and not whole and asked.get("ntasks", "1") == "1"
 
 
@@ -173,8 +175,8 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
 _NODE_TOOL = re.compile(r"(?i)^(dcgmproftester\d*|gpu[-_]?burn|stress(-ng)?)$")
 # A script named for such a test or a node's health check: run_dcgmproftester11.sh, thermal_test.sh,
 # gpu_burn.sh, node_healthcheck.sh; the tool's name wins over a work word (run_) beside it
-_NODE_CHECK_SCRIPT = re.compile(r"(?i)(dcgm|thermal|gpu[-_]?burn|stress[-_]?(test|ng)|health[-_]?check|node[-_]?check)"
-                                r"[\w-]*\.(sh|py)$")
+_NODE_CHECK_SCRIPT = re.compile(r"(?i)(^|[-_])(dcgmproftester\d*|dcgmi|dcgm[-_]?diag|thermal[-_]?test|gpu[-_]?burn"
+                                r"|stress[-_]?(test|ng)|health[-_]?check|node[-_]?check)([-_][\w-]*)?\.(sh|py)$")
 # MPI launchers as the step's program: every task starts its own MPI world, and the launcher ends
 # that world itself when one of its ranks exits non-zero (Open MPI's mpirun: "Primary job terminated
 # normally, but 1 process returned a non-zero exit code. Per user-direction, the job has been
@@ -421,10 +423,26 @@ def _per_node(shell, command) -> bool:
     return name.startswith("python") and script is not None and _helper_script(script.raw)
 
 
+def _python_code(words) -> str | None:
+    """The literal code of `python [-u -B ...] -c CODE` (words after the program), else None (also where
+    the code is a variable: `python -c "$CODE"` shows nothing of what it does)."""
+    for i, word in enumerate(words):
+        text = word.value
+        if text == "-c":
+            return words[i + 1].value if i + 1 < len(words) else None
+        if text is None or not text.startswith("-") or text in ("-m", "-"):
+            return None
+    return None
+
+
+def _local_code(words) -> bool:
+    code = _python_code(words)
+    return code is not None and not any(marker in code for marker in _JOINS)
+
+
 def _local_python(command) -> bool:
     """`python -c "import torch; print(torch.cuda.current_device())"`: code that joins no other task."""
-    return command.name.rsplit("/", 1)[-1].startswith("python") and len(command.args) > 1 \
-        and command.args[0].value == "-c" and not any(marker in command.args[1].raw for marker in _JOINS)
+    return command.name.rsplit("/", 1)[-1].startswith("python") and _local_code(command.args)
 
 
 _DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
@@ -507,8 +525,7 @@ def _independent(shell, command) -> bool:
         return True
     if program is not None:
         words = command.args[command.args.index(program):]
-        if name.startswith("python") and len(words) > 2 and words[1].value == "-c" and words[2].value is not None \
-                and not any(marker in words[2].value for marker in _JOINS):
+        if name.startswith("python") and _local_code(words[1:]):
             return True
         if name.startswith("python") and len(words) > 2 and words[1].value == "-m" and words[2].value \
                 and _CHECK_MODULE.search(words[2].value.rsplit(".", 1)[-1]):
@@ -631,7 +648,7 @@ def _pid_variable(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
-def _cut_by_comment(command, lines) -> bool:
+def _cut_by_comment(shell, command, lines) -> bool:
     """`srun singularity exec ... \` then a line `# bind more here`: the comment ends the command (bash
     reads no continuation inside a comment), so the step runs without the rest of its words (no image,
     no program) and every task fails at once; the lines after it run as another command (round
@@ -639,7 +656,26 @@ def _cut_by_comment(command, lines) -> bool:
     if command.node is None:
         return False
     row = command.node.end_point[0]
-    return row + 1 < len(lines) and lines[row].rstrip().endswith("\\") and lines[row + 1].lstrip().startswith("#")
+    if not (row + 1 < len(lines) and lines[row].rstrip().endswith("\\") and lines[row + 1].lstrip().startswith("#")):
+        return False
+    # only where the cut leaves no program to run: srun's own options, or a runtime without its image
+    # (`srun python train.py \` then `# --resume ...`: the training still runs, one word short)
+    program = _program(command, shell)
+    if program is None:
+        return True
+    name = _program_name(shell, program)
+    if name not in ("singularity", "apptainer"):
+        return False
+    words = command.args[command.args.index(program) + 1:]
+    if not words or words[0].value not in ("exec", "run"):
+        return False
+    i = 1
+    while i < len(words):  # every word after exec/run an option or its value: no image
+        text = words[i].value if words[i].value is not None else words[i].raw
+        if not text.startswith("-"):
+            return False
+        i += 2 if text in _RUNTIME_VALUE_OPTIONS else 1
+    return True
 
 
 def check(target):
@@ -659,7 +695,7 @@ def check(target):
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \
-                or _templated_program(command) or _cut_by_comment(command, lines) or _independent(shell, command) \
+                or _templated_program(command) or _cut_by_comment(shell, command, lines) or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,

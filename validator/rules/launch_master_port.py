@@ -18,7 +18,7 @@ Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, enclosing_command, enclosing_command_name,
+from validator.rules.base import (GOOD_BATCH, all_memory, as_int, bad_batch, enclosing_command, enclosing_command_name,
                                   exclusive_nodes, is_decimal, launcher_commands, manifest_of, non_ascii_number,
                                   requested_gpus_per_node, srun_option)
 
@@ -63,7 +63,7 @@ def _whole_nodes(target) -> bool:
     # --mem=0: "grants the job access to all of the memory on each node" (sbatch.1, --mem, at
     # slurm-22-05-0-1 and slurm-26-05-1-1): where memory is a consumable resource, as on GPU
     # clusters, no second job fits beside it (round seventy-three: dolomite-engine's GB200 job)
-    if exclusive_nodes(parsed) or parsed.value("mem") == "0":
+    if exclusive_nodes(parsed) or all_memory(parsed):
         return True
     manifest = manifest_of(target)
     topology = manifest.get("topology") if isinstance(manifest, dict) else None

@@ -67,6 +67,8 @@ def _batch_shell_launchers(shell):
     script there: the batch step, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1)."""
     if any(_runs_itself(c) for c in shell.named("srun")):
         return  # `srun ... "$0"`: the script runs itself as a step on every node
+    if any(True for _ in launcher_steps(shell)):
+        return  # an srun starts torchrun agents too (the other nodes' ranks): the rendezvous can fill
     for command, inside in with_payloads(shell):
         if not inside and is_launcher(command) and command.node is not None and not in_function(command.node):
             yield command
@@ -76,7 +78,17 @@ _SELF = re.compile(r'"?\$(0|\{0\}|\{?BASH_SOURCE(\[0\])?\}?)"?$')
 
 
 def _runs_itself(srun) -> bool:
-    return any(_SELF.match(a.raw) for a in srun.args)
+    """`srun [options] "$0"` or `srun bash "${BASH_SOURCE[0]}"`: the step's program is this script (not
+    `srun cp "$0" /tmp/`). The first word that is no option (nor a short option's value) is the program."""
+    words, i = [a.raw for a in srun.args], 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if len(words[i]) == 2 and words[i][1] in "AbBcCdDeGiJLmMnNopqrStTwWx" else 1
+    if i >= len(words):
+        return False
+    if _SELF.match(words[i]):
+        return True
+    return words[i].strip("\"'").rsplit("/", 1)[-1] in ("bash", "sh") and i + 1 < len(words) \
+        and _SELF.match(words[i + 1]) is not None
 
 
 def check(target):
@@ -97,7 +109,8 @@ def check(target):
             yield (script.display, command.line, command.col,
                    f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts its own one-node job; "
                    "pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
-        if word is not None and several and (command.line, command.col) in batch_shell and not _fits(word.value or "", "1") \
+        if word is not None and (word.value or word.raw) and several and (command.line, command.col) in batch_shell \
+                and not _fits(word.value or "", "1") \
                 and (word.value is None or word.value.split(":")[0] != "1"):
             yield (script.display, command.line, command.col,
                    f"torchrun in the batch shell runs on the job's first node only: its --nnodes={word.raw} rendezvous "
