@@ -649,7 +649,7 @@ def _pid_variable(node) -> str | None:
 
 
 def _cut_by_comment(shell, command, lines) -> bool:
-    """`srun singularity exec ... \` then a line `# bind more here`: the comment ends the command (bash
+    r"""`srun singularity exec ... \` then a line `# bind more here`: the comment ends the command (bash
     reads no continuation inside a comment), so the step runs without the rest of its words (no image,
     no program) and every task fails at once; the lines after it run as another command (round
     seventy-three's Modalities job). Nothing is left waiting."""
