@@ -155,49 +155,22 @@ _MEMBERSHIP = re.compile(r"\[\[\s*(!\s*)?\"?\s*\$\{\w+\[[@*]\]\}\s*\"?\s*(==?\s*
 
 # SC1087 ("$s[" is no array element) inside a pattern handed to sed, grep, awk or perl: the [ opens
 # the pattern's bracket expression after a variable that holds part of the pattern (the widely
-# copied parse_yaml function: `sed -ne "s|^\($s\)\($w\)$s:$s[\"']..."`, round sixty-two). The line
-# is that command's, or a continuation (`-e "..."`) of one.
-_PATTERN_TOOLS = re.compile(r"(^|[\s|;&(`])(sed|grep|egrep|awk|gawk|perl)\s")
+# copied parse_yaml function: `sed -ne "s|^\($s\)\($w\)$s:$s[\"']..."`, round sixty-two). The
+# expansion's simple command, from the script's parse (continuation lines and `&&`, `|`, `;` as bash
+# reads them), is the pattern tool.
+_PATTERN_TOOLS = {"sed", "grep", "egrep", "awk", "gawk", "perl"}
 
 
 def _in_pattern(finding: Finding, script) -> bool:
-    lines = _lines(script)
-    index = finding.line - 1
-    if not 0 <= index < len(lines):
+    from validator.rules.base import enclosing_command_name
+    root = getattr(getattr(script, "shell", None), "root", None)
+    line = _line(finding, script)
+    if root is None or not line:
         return False
-    segment, started = _last_command(lines[index][:max(finding.col - 1, 0)])
-    if _PATTERN_TOOLS.search(segment):
-        return True
-    # a continued command: walk back over the lines that end in a backslash (a bounded walk: a file
-    # of many continued lines and many findings stays linear) to where the command starts
-    stop = max(index - 64, 0)
-    while not started and index > stop and lines[index - 1].rstrip().endswith("\\"):
-        index -= 1
-        segment, started = _last_command(lines[index])
-        if _PATTERN_TOOLS.search(segment):
-            return True
-    return False
-
-
-def _last_command(text: str) -> tuple[str, bool]:
-    """The text after the last `;`, `&&`, `||` or `|` outside quotes (the command the end of `text`
-    belongs to: `grep -q x f && echo "$a[0]"` is echo's), and whether there was one."""
-    quote, cut, i = None, -1, 0
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\" and quote == '"':
-                i += 1
-            elif char == quote:
-                quote = None
-        elif char in "\"'":
-            quote = char
-        elif char == "\\":
-            i += 1
-        elif char in ";|&":
-            cut = i
-        i += 1
-    return text[cut + 1:], cut >= 0
+    # shellcheck's json1 columns count characters (a tab is one); tree-sitter's count bytes
+    column = len(line[:max(finding.col - 1, 0)].encode("utf-8"))
+    node = root.descendant_for_point_range((finding.line - 1, column), (finding.line - 1, column))
+    return enclosing_command_name(node) in _PATTERN_TOOLS
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:

@@ -163,6 +163,20 @@ def _gres_gpus(item: str) -> int | None:
     return as_int(parts[-1])
 
 
+# `export DIR`, `declare -x ARGS`, `readonly X`: declarations are no commands of the parse; read from the text
+_DECLARATION = re.compile(r"^\s*(?:export|declare|typeset|readonly|local)\b(.*)$")
+
+
+def declared_names(shell, lines) -> set | None:
+    """Every name a declaration line names (`export DIR`, `declare -x ARGS`, with or without a value):
+    a program the job runs may read them. None where `set -a` (allexport) exports every variable."""
+    for command in shell.named("set"):
+        words = [word.value or "" for word in command.args]
+        if "allexport" in words or any(w[:1] == "-" and w[1:2] != "-" and "a" in w[1:] for w in words):
+            return None
+    return {word for line in lines if (m := _DECLARATION.match(line)) for word in re.findall(r"[A-Za-z_]\w*", m.group(1))}
+
+
 def all_memory(parsed) -> bool:
     """--mem=0 (also 0M, 0G): "a memory size specification of zero is treated as a special case and
     grants the job access to all of the memory on each node" (sbatch.1, --mem, at slurm-22-05-0-1 and

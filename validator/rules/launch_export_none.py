@@ -6,9 +6,8 @@ src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): e
 without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no MPI launcher,
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
 to) runs only in the batch shell, which keeps its environment: nothing to report. In a script
-nobody here wrote (the default profile) only a step the file shows counts: srun or an MPI
-launcher, not a script it hands over to nor torchrun, accelerate, deepspeed or Ray, which start
-no Slurm step of their own.
+nobody here wrote (the default profile) only a step the file shows counts (_SHOWN_STARTERS: srun,
+an MPI launcher, DeepSpeed told to launch through MPI), not a script or program it hands over to.
 """
 import re
 
@@ -37,46 +36,49 @@ _SHELL_ONLY = {"module", "ml", "source", ".", "cd", "echo", "printf", "export", 
                "sacct", "sinfo", "python", "python3", "singularity", "apptainer", "curl", "wget", "git", "time"}
 
 
-# What starts a Slurm step that the file itself shows: an MPI launcher bootstraps its ranks through
-# srun under Slurm (Open MPI's and Intel MPI's Slurm launch components, MPICH's hydra), charmrun through
-# mpiexec. torchrun, accelerate and deepspeed start local processes (deepspeed reaches other nodes by
-# pdsh or ssh unless told --launcher slurm), and Ray's nodes join by TCP: none starts a step.
-_SHOWN_STARTERS = MPI_LAUNCHERS | {"charmrun"}
+# What starts a Slurm step that the file itself shows: srun, an MPI launcher (it bootstraps its
+# ranks through srun under Slurm, see the module docstring), charmrun through mpiexec, and DeepSpeed's
+# launcher told to use an MPI launcher (--launcher openmpi, mpich, impi or mvapich: each runner runs
+# mpirun; its default, pdsh, reaches the nodes by pdsh, and --launcher slurm runs srun with
+# --export=ALL, which --export=NONE does not reach: deepspeed/launcher/runner.py and
+# multinode_runner.py at v0.19.5).
+_SHOWN_STARTERS = MPI_LAUNCHERS | {"charmrun", "srun"}
+_DEEPSPEED_MPI_LAUNCHERS = {"openmpi", "mpich", "impi", "mvapich"}
 
 
-def _shown_starter(shell, name: str) -> bool:
-    if name.rsplit("/", 1)[-1] in _SHOWN_STARTERS | {"srun"}:
+def _shown_starter(shell, command) -> bool:
+    """The command starts a step the file shows, also through a variable the script sets to srun or an
+    MPI launcher (`SRUN="srun --mpi=pmix"; $SRUN app`)."""
+    name = command.name.rsplit("/", 1)[-1]
+    if name in _SHOWN_STARTERS:
         return True
-    match = re.fullmatch(r"\$\{?(\w{1,128})\}?", name)
+    if name == "deepspeed":
+        launcher = command.option("--launcher")
+        return launcher is not None and (launcher.value or "").lower() in _DEEPSPEED_MPI_LAUNCHERS
+    match = re.fullmatch(r"\$\{?(\w{1,128})\}?", command.name)
     if match is None:
         return False
     firsts = [a.value.split()[0] for a in shell.assigned(match.group(1)) if a.value and a.value.split()]
-    return any(first.rsplit("/", 1)[-1] in _SHOWN_STARTERS | {"srun"} for first in firsts)
+    return any(first.rsplit("/", 1)[-1] in _SHOWN_STARTERS for first in firsts)
 
 
 def _may_start_steps(shell, strict: bool = True) -> bool:
-    """An MPI or job launcher, another script, or any program or function that is not shell-only
-    work (./run.sh, $EXE, a sourced library's function) may start srun steps; shell-only work may not.
-    In a script nobody here wrote (strict=False) a program named bare (`bcftools view`, `gmx`) is
-    one process of the batch shell: only launchers, scripts (a path or a .sh name) and programs named
-    by a variable may start steps (round twenty-six: `bcftools view` alone judged false)."""
+    """Our presets (strict): an MPI or job launcher, another script, or any program or function that
+    is not shell-only work (./run.sh, $EXE, a sourced library's function) may start srun steps;
+    shell-only work may not. A script nobody here wrote (the default profile): only a step starter the
+    file shows (round twenty-six: `bcftools view` alone judged false; round sixty-seven: `bash
+    carla/CarlaUE4.sh &` and a script running torch.distributed.launch judged false; no true finding of
+    any read round rested on a script or program the job hands over to)."""
     if not strict:
-        # somebody else's script: only a step starter the file shows (round sixty-seven: `bash
-        # carla/CarlaUE4.sh &` and a script running torch.distributed.launch judged false; no true
-        # finding of any read round rested on a script or program the job hands over to), also
-        # through a variable the script sets to one (`SRUN="srun --mpi=pmix"; $SRUN app`)
-        return any(_shown_starter(shell, c.name) for c in shell.commands)
+        return any(_shown_starter(shell, c) for c in shell.commands)
     for command in shell.commands:
-        full = command.name
-        name = full.rsplit("/", 1)[-1]
+        name = command.name.rsplit("/", 1)[-1]
         if name in _STEP_STARTERS:
             return True
         if _runs_a_script(command):
             return True  # another script: it may srun
         if name in _SHELL_ONLY or name in ("bash", "sh") or "$" in name[1:]:
             continue  # shell-only work (or a word the parser could not make a command of)
-        if not strict and "/" not in full and "$" not in full and not name.endswith(".sh"):
-            continue  # a program by its bare name: one process of the batch shell
         return True  # a program or a function of a sourced library (job-lib's smoke_stage): it may srun
     return False
 
@@ -99,9 +101,8 @@ def _runs_by_path(srun, shell) -> bool:
 
 
 def _other_starters(shell) -> bool:
-    """A launcher besides srun (mpirun, torchrun) or another script run by bash starts steps the srun
-    words do not show."""
-    return any(c.name.rsplit("/", 1)[-1] in _STEP_STARTERS or _runs_a_script(c) for c in shell.commands)
+    """A step starter besides srun that the file shows (mpirun, $MPIRUN): steps the srun words do not show."""
+    return any(c.name.rsplit("/", 1)[-1] != "srun" and _shown_starter(shell, c) for c in shell.commands)
 
 
 def _runs_a_script(command) -> bool:

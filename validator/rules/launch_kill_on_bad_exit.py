@@ -38,7 +38,7 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, exclusive_nodes,
+from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, exclusive_nodes,
                                   in_function, payload_text, requested_gpus_per_node, srun_option,
                                   statement_of)
 from validator.sbatch import SPANK_OPTIONS, TEMPLATE, option_table
@@ -81,7 +81,7 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # without srun -N the step spans the job's nodes: one where the job has one (round sixty-one:
         # `srun --ntasks-per-node=1` in a job of --ntasks=1)
         one_node = _one_node(parsed, asked, strict) if nodes is None else \
-            (nodes.value == "1" or any(v in nodes.raw for v in _NODE_COUNT_VARIABLES) and _one_node(parsed, asked, strict))
+            (nodes.value == "1" or _NODE_COUNT_VARIABLE.match(nodes.raw) is not None and _one_node(parsed, asked, strict))
         return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
@@ -118,7 +118,6 @@ def _step_component(shell, parsed, command):
     return parsed.component(index) if index is not None else None
 
 
-_NODE_COUNT_VARIABLES = ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")
 # the variable alone: $X, ${X}, ${X:-1}, ${X:=1}, ${X-1}, $((X)), $(( $X ))
 _NODE_COUNT_VARIABLE = re.compile(r"^\"?(\$\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)(:?[-=]\d+)?\}?"
                                   r"|\$\(\(\s*\$?\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)\}?\s*\)\))\"?$")
@@ -177,12 +176,13 @@ _NODE_TOOL = re.compile(r"(?i)^(dcgmproftester\d*|gpu[-_]?burn|stress(-ng)?)$")
 # gpu_burn.sh, node_healthcheck.sh; the tool's name wins over a work word (run_) beside it
 _NODE_CHECK_SCRIPT = re.compile(r"(?i)(^|[-_])(dcgmproftester\d*|dcgmi|dcgm[-_]?diag|thermal[-_]?test|gpu[-_]?burn"
                                 r"|stress[-_]?(test|ng)|health[-_]?check|node[-_]?check)([-_][\w-]*)?\.(sh|py)$")
-# MPI launchers as the step's program: every task starts its own MPI world, and the launcher ends
-# that world itself when one of its ranks exits non-zero (Open MPI's mpirun: "Primary job terminated
-# normally, but 1 process returned a non-zero exit code. Per user-direction, the job has been
-# aborted."); the step's own tasks never talk to each other (round thirty-eight: gjbex's
-# heterogeneous job, `srun mpirun -n 3 mem_limit`)
-_MPI_LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun"}
+# An MPI launcher (MPI_LAUNCHERS) as the step's program: every task starts its own MPI world, and the
+# launcher ends that world itself when one of its ranks exits non-zero (Open MPI 4.1: the MCA parameter
+# orte_abort_on_non_zero_status defaults to true, orte/runtime/orte_mca_params.c, and the HNP's error
+# manager then aborts the job, ORTE_PROC_STATE_TERM_NON_ZERO in orte/mca/errmgr/default_hnp/
+# errmgr_default_hnp.c, both at v4.1.6; MPICH's hydra and Open MPI 5's PRRTE were not read here); the
+# step's own tasks never talk to each other (round thirty-eight: gjbex's heterogeneous job, `srun
+# mpirun -n 3 mem_limit`)
 # Programs that bound or supervise their tasks themselves: `timeout` ends each task by its limit (a
 # dead peer cannot hold the others past it); Ray detects a lost node itself (its GCS health checks)
 # and the step's tasks are its head and workers, not ranks of one collective.
@@ -194,7 +194,7 @@ _RUNTIMES = {"enroot", "docker", "podman", "podman-hpc", "apptainer", "singulari
 _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "list", "images", "rm", "rmi", "version",
                      "inspect", "image", "cache"}
 # srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
-_SHORT_WITH_VALUE = set("AbBcCdDeGiJLmMnNopqrStTwWx")
+SHORT_WITH_VALUE = set("AbBcCdDeGiJLmMnNopqrStTwWx")
 _SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "pack-group", "accel-bind", "epilog", "prolog",
                          "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog",
                          "wait"}  # srun's --wait=<seconds> (sbatch's --wait is a flag)
@@ -251,7 +251,7 @@ def _program(command, shell=None):
             i += 2 if "=" not in name and takes else 1
             continue
         if text.startswith("-") and len(text) > 1:
-            i += 2 if len(text) == 2 and text[1] in _SHORT_WITH_VALUE else 1
+            i += 2 if len(text) == 2 and text[1] in SHORT_WITH_VALUE else 1
             continue
         break
     return args[i] if i < len(args) else None
@@ -273,8 +273,9 @@ def _own_shard(text: str) -> bool:
 # `python -c CODE` whose code imports nothing that joins tasks (an mllog event, a file check): each
 # task runs it alone.
 # `import torch; print(torch.cuda.current_device())` checks the task's own GPU (round seventy-three's
-# GPU-binding job): torch joins tasks only through torch.distributed (or a library on top of it).
-_JOINS = ("torch.distributed", "distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed",
+# GPU-binding job): torch joins tasks only through torch.distributed ("distributed" below) or a library
+# on top of it.
+_JOINS = ("distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed",
           "init_process_group", "tensorflow", "ray", "dask", "accelerate", "lightning")
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh,
 # config_env_ddp.sh or setup_venv.sh (a virtualenv built on each node before the training step: round
@@ -480,22 +481,29 @@ def _payload(shell, command, program, name):
     return inner if inner.commands and not inner.has_errors else None
 
 
-def _in_container(command, program) -> str | None:
-    """The program that `apptainer|singularity exec [options] IMAGE PROGRAM ...` runs, when literal."""
+def _container_words(command, program):
+    """`apptainer|singularity exec|run [options] IMAGE PROGRAM ...`: (the image's word, the program's
+    word), each None when absent; None for another subcommand or none."""
     words = command.args[command.args.index(program) + 1:]
     if not words or words[0].value not in ("exec", "run"):
         return None
-    i, image_seen = 1, False
+    i, image = 1, None
     while i < len(words):
         text = words[i].value if words[i].value is not None else words[i].raw
         if text.startswith("-"):
             i += 2 if text in _RUNTIME_VALUE_OPTIONS else 1
             continue
-        if not image_seen:
-            image_seen, i = True, i + 1
+        if image is None:
+            image, i = words[i], i + 1
             continue
-        return words[i].value
-    return None
+        return image, words[i]
+    return image, None
+
+
+def _in_container(command, program) -> str | None:
+    """The program that `apptainer|singularity exec [options] IMAGE PROGRAM ...` runs, when literal."""
+    found = _container_words(command, program)
+    return found[1].value if found is not None and found[1] is not None else None
 
 
 def _standalone_torchrun(command, program, name) -> bool:
@@ -515,7 +523,7 @@ def _independent(shell, command) -> bool:
     nothing waiting until the time limit."""
     program = _program(command, shell)
     name = _program_name(shell, program)
-    if name in _BOUNDED or name in _MPI_LAUNCHERS or _runs_ray(command) or helper_step(shell, command):
+    if name in _BOUNDED or name in MPI_LAUNCHERS or _runs_ray(command) or helper_step(shell, command):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
@@ -663,19 +671,10 @@ def _cut_by_comment(shell, command, lines) -> bool:
     program = _program(command, shell)
     if program is None:
         return True
-    name = _program_name(shell, program)
-    if name not in ("singularity", "apptainer"):
+    if _program_name(shell, program) not in ("singularity", "apptainer"):
         return False
-    words = command.args[command.args.index(program) + 1:]
-    if not words or words[0].value not in ("exec", "run"):
-        return False
-    i = 1
-    while i < len(words):  # every word after exec/run an option or its value: no image
-        text = words[i].value if words[i].value is not None else words[i].raw
-        if not text.startswith("-"):
-            return False
-        i += 2 if text in _RUNTIME_VALUE_OPTIONS else 1
-    return True
+    found = _container_words(command, program)
+    return found is not None and found[0] is None  # exec/run with its options only: no image
 
 
 def check(target):

@@ -9,7 +9,7 @@ without --nnodes (or with --standalone) in a job of several nodes, a literal --n
 from the job's own --nodes, more tasks than nodes (or more than one a node: --ntasks-per-node=8)
 where an srun that sets no task count of its own starts torchrun (it starts one torchrun agent per
 task, and each agent starts --nproc-per-node workers), and torchrun with --nnodes above 1 started by
-the batch shell itself in a job of several nodes: the batch script runs once, on the first node, so
+the batch shell itself in a job of several nodes: the batch script runs once, on one node, so
 the rendezvous waits for agents nobody starts (round sixty's LLaVA-MORE jobs; not where the script
 runs itself as a step, `srun ... "$0"`, nor in a function a step may call). The strict profile's policy (the
 node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no
@@ -20,6 +20,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, in_function, is_decimal, is_launcher,
                                   launcher_commands, launcher_steps, non_ascii_number, srun_option, with_payloads)
+from validator.rules.launch_kill_on_bad_exit import SHORT_WITH_VALUE
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"
@@ -63,8 +64,9 @@ def _one_worker(launcher) -> bool:
 
 def _batch_shell_launchers(shell):
     """torchrun started by the batch shell itself (not by srun, not in a `bash -c` payload, not in a
-    function a step may call): it runs once, on the job's first node (slurmstepd runs the batch
-    script there: the batch step, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1)."""
+    function a step may call): it runs once, on one node ("Slurm runs a single copy of the batch
+    script on the first node in the set of allocated nodes", sbatch.1 DESCRIPTION at slurm-22-05-0-1;
+    "on one of the allocated nodes", typically the first, at slurm-26-05-1-1)."""
     if any(_runs_itself(c) for c in shell.named("srun")):
         return  # `srun ... "$0"`: the script runs itself as a step on every node
     if any(True for _ in launcher_steps(shell)):
@@ -79,10 +81,11 @@ _SELF = re.compile(r'"?\$(0|\{0\}|\{?BASH_SOURCE(\[0\])?\}?)"?$')
 
 def _runs_itself(srun) -> bool:
     """`srun [options] "$0"` or `srun bash "${BASH_SOURCE[0]}"`: the step's program is this script (not
-    `srun cp "$0" /tmp/`). The first word that is no option (nor a short option's value) is the program."""
+    `srun cp "$0" /tmp/`). The first word that is no option (nor a short option's value) is the program;
+    step_program() would read `"$0"` as srun's options in a variable."""
     words, i = [a.raw for a in srun.args], 0
     while i < len(words) and words[i].startswith("-"):
-        i += 2 if len(words[i]) == 2 and words[i][1] in "AbBcCdDeGiJLmMnNopqrStTwWx" else 1
+        i += 2 if len(words[i]) == 2 and words[i][1] in SHORT_WITH_VALUE else 1
     if i >= len(words):
         return False
     if _SELF.match(words[i]):
@@ -113,7 +116,7 @@ def check(target):
                 and not _fits(word.value or "", "1") \
                 and (word.value is None or word.value.split(":")[0] != "1"):
             yield (script.display, command.line, command.col,
-                   f"torchrun in the batch shell runs on the job's first node only: its --nnodes={word.raw} rendezvous "
+                   f"torchrun in the batch shell runs on one node only (the batch host): its --nnodes={word.raw} rendezvous "
                    "waits for agents that no other node starts, until it times out; start it with "
                    "srun --ntasks-per-node=1")
         if word is not None and non_ascii_number(word.value):

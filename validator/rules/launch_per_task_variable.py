@@ -31,7 +31,7 @@ Not reported where node 0's value does no harm:
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, enclosing, is_batch_script
+from validator.rules.base import GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -153,19 +153,6 @@ def _assigned_to(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
-_DECLARED = re.compile(rb"^[ \t]*(?:export|(?:declare|typeset|local)[ \t]+-[a-zA-Z]*x[a-zA-Z]*)[ \t]+([^;&|#\n]*)", re.M)
-_ALLEXPORT = re.compile(rb"^[ \t]*set[ \t]+(?:-[a-zA-Z]*a|-o[ \t]+allexport)", re.M)
-
-
-def _declared_exports(data: bytes) -> set:
-    """Names a declaration exports without an assignment (`export ARGS`, `declare -x ARGS`), or every
-    name where the script sets `set -a` (allexport): a program the job runs may read them."""
-    if _ALLEXPORT.search(data):
-        return {"*"}
-    return {name.decode() for match in _DECLARED.finditer(data)
-            for name in re.findall(rb"(?<![\w$-])([A-Za-z_]\w*)(?==|\s|$)", match.group(1))}
-
-
 def _enclosing_assignment(node) -> str | None:
     """X when the expansion is anywhere in the value of an assignment X=... (not in a $( ) that runs
     a command: that command reads it)."""
@@ -216,14 +203,14 @@ def check(target):
     # a read inside the value of a variable nothing reads (DISTRIBUTED_ARGS="... --node_rank $NODE_RANK"
     # never used: round seventy-three's octopack job) reaches nothing either
     read = {e.name for e in script.shell.expansions}
-    exported_names = {a.name for a in script.shell.assignments if a.exported} | _declared_exports(data)
+    declared = declared_names(script.shell, parsed.lines)  # None: `set -a` exports every variable
+    exported_names = {a.name for a in script.shell.assignments if a.exported} | (declared or set())
 
     def unused(expansion) -> bool:
         if c10d and _c10d_rank(expansion, data, seen):
             return True
         target = _enclosing_assignment(expansion.node)
-        return target is not None and target not in read and target not in exported_names \
-            and "*" not in exported_names
+        return declared is not None and target is not None and target not in read and target not in exported_names
 
     harmless = holders - _read_beyond_printing(script, holders, unused) - exported
     for expansion, holder in candidates:

@@ -25,8 +25,8 @@ profile) keep every use reported.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, bad_batch, enclosing, enclosing_command, enclosing_command_name,
-                                  is_batch_script)
+from validator.rules.base import (GOOD_BATCH, bad_batch, declared_names, enclosing, enclosing_command,
+                                  enclosing_command_name, is_batch_script)
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -226,19 +226,14 @@ def _unread(shell, lines, expansions, targets: set) -> set:
     """Holders of the script's folder that nothing reads: never expanded, not exported (a program the
     job runs could read it), no `set -a`: the spool path goes nowhere (round fifty-eight: a DIR taken
     from BASH_SOURCE in a job that never uses it)."""
-    for command in shell.named("set"):  # set -a / set -o allexport: every assignment is exported
-        words = [word.value or "" for word in command.args]
-        if "allexport" in words or any(w[:1] == "-" and w[1:2] != "-" and "a" in w[1:] for w in words):
-            return set()
+    declared = declared_names(shell, lines)
+    if declared is None:
+        return set()  # set -a / set -o allexport: every assignment is exported
     if shell.named("source", ".") or any("${!" in line for line in lines):
         return set()  # a sourced file, or an indirect ${!name}, may read it
     read = {e.name for e in expansions}
     exported = {a.name for a in shell.assignments if a.exported}
-    # `declare -x DIR`, `export DIR`: declarations are no commands of the parse; read them from the text
-    declared = re.compile(r"^\s*(?:export|declare|typeset|readonly)\b(.*)$")
-    words = {word for line in lines if (m := declared.match(line))
-             for word in re.findall(r"[A-Za-z_]\w*", m.group(1))}
-    return {name for name in targets if name not in read and name not in exported and name not in words}
+    return {name for name in targets if name not in read and name not in exported and name not in declared}
 
 
 # `scontrol show job $SLURM_JOB_ID` prints the path the job was submitted with as Command=

@@ -6,9 +6,10 @@ slurm-24-05-0-1 and slurm-26-05-1-1); '#sbatch', an indented '#SBATCH' and '# SB
 so the option silently does not apply ('#SBATCH--nodes=2', glued, is a directive; so is a line
 starting '#SLURM', with an error asking for '#SBATCH': not modelled here).
 Holds for: every release (22.05-26.05). Only before the script's first command, where a correct
-'#SBATCH' would be read (after it, _opt_batch_script() has stopped reading directives: even '#SBATCH'
-there is a comment, which sbatch-directive-after-command reports), and only with an option after it
-('# SBATCH' alone heads a comment banner).
+'#SBATCH' would be read (_opt_batch_script() stops at the first line that is neither blank nor a
+comment, "Stop parsing script if not a comment", src/sbatch/opt.c at slurm-22-05-0-1 and
+slurm-26-05-1-1: after it even '#SBATCH' is a comment, which sbatch-directive-after-command reports),
+and only with an option after it ('# SBATCH' alone heads a comment banner).
 '# SBATCH' (or '##SBATCH') in a script that has live #SBATCH lines is the usual way to switch a
 directive off on purpose: that is reported in the strict profile only (our presets delete what
 they do not use); elsewhere only the forms that are no way of disabling anything.
