@@ -9,7 +9,12 @@ lines; a placeholder in a value sbatch takes as any text (--mail-user, --job-nam
 stop the job and is not reported. A template engine's placeholders only ({{ x }}, {% %}, @[X], @X@):
 a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
 script is the one to validate). So are bare capitalised tokens where counts, sizes or times belong
-(`--nodes=NODES`, `--time=WTIME`), two or more in a file: a generator's sed fills them in.
+(`--nodes=NODES`, `--time=WTIME`), two or more in a file: a generator's sed fills them in. So are
+variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
+${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
+(Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
+alone. One variable alone (`--nodes=$1`, `--account=${project_id}`) is the common mistake of
+expecting sbatch to expand it, and is reported.
 A variable in --mail-user is reported only where the script sets --mail-type: slurmctld sends a
 job's mail only for the events in its mail_type, none by default (mail_job_info() is defined in
 src/slurmctld/agent.c; every call of it, in job_mgr.c, node_scheduler.c and the burst-buffer code,
@@ -88,22 +93,37 @@ def _engine_only(parsed, line: int) -> bool:
 
 # `--nodes=NODES`, `--ntasks-per-node=RPN`, `--time=WTIME`: a bare capitalised name where a count, a
 # size or a time belongs is a token that a generator's sed replaces (round twenty-one: a lattice-QCD
-# job generator's templates); two or more of them in one file say it is such a template.
+# job generator's templates); two or more of them in one file say it is such a template. Two or more
+# different variables there say the same (round sixty-eight: a Python string.Template job file,
+# `--ntasks ${job_np}`, `--time ${job_time}`; round fifty-eight: `--ntasks=$1`, `--nodes=$2` filled
+# by the author's replace script); judged on read rounds 58, 68 (five files, false) and 69 (one file
+# of `-n $1`, `--mem=$2G`, true: this change loses it).
 _BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]")
 
 
-def _sed_tokens(parsed) -> set:
-    """The lines whose count, size or time value is a bare capitalised token, when a file has two."""
-    lines = {option.line for option in parsed.options
-             if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
-             and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
-    return lines if len(lines) >= 2 else set()
+# A shell variable in a value: $name, ${name}, $1 (what sbatch would keep as text).
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*|[0-9])")
+
+
+def _generator_lines(parsed) -> set:
+    """The directive lines a generator fills in, when the file is such a template: two or more count,
+    size or time values that are bare capitalised tokens, or that hold two or more different variables
+    (then every directive line with a variable)."""
+    bare = {option.line for option in parsed.options
+            if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
+            and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
+    typed = {(option.line, name) for option in parsed.options if option.name in TYPES and option.value
+             for name in _VARIABLE.findall(option.value)}
+    lines = bare if len(bare) >= 2 else set()
+    if len({line for line, _ in typed}) >= 2 and len({name for _, name in typed}) >= 2:
+        lines |= {option.line for option in parsed.options if option.value and _VARIABLE.search(option.value)}
+    return lines
 
 
 def check(target):
     script = target.script
     parsed = script.parsed
-    tokens = _sed_tokens(parsed)
+    tokens = _generator_lines(parsed)
     # a person fills in <ACCOUNT> or YOUR_PROJECT; a tool fills in {{ nodes }} (template_lines)
     blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)
                 and not _engine_only(parsed, line)]
