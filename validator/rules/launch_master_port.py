@@ -13,7 +13,14 @@ job takes 128 or more CPUs of the node (round sixty-three: --gres=gpu:2 --cpus-p
 20 CPUs): a heuristic, the node's real size is not in the script; 4 GPUs with a few CPUs still leave
 room for another job. --mem=0 takes all the memory of each node: no job fits beside it either.
 A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
-reported on any job.
+reported on any job; so is one below 1024 or above 65535.
+A port from 32768 up lies in the range Linux hands out to outgoing connections (ip_local_port_range,
+32768-60999 by default since kernel commit 07f4c90062f8, 32768-61000 before; Documentation/
+networking/ip-sysctl): a connection any process of the node opened can hold it when the rendezvous
+binds. Where jobs share the node that is one more way to collide, and reported; on a node the job
+has to itself only its own and the system's few connections can, a rare event: strict profile only
+(round eighty-four: three such findings judged false on --exclusive jobs; round forty-seven's one
+judged true on a whole 4-GPU node).
 Holds for: every release (22.05-26.05).
 """
 import re
@@ -79,24 +86,32 @@ def _whole_nodes(target) -> bool:
 
 
 _FIXED = "fixed port"
+_EPHEMERAL = "in the ephemeral range"
 
 
 def _judge(value):
     port = as_int(value, digits=6)
+    if port is not None and 32768 <= port <= 65535:
+        return (f"port {port} is {_EPHEMERAL} (32768 and up: Linux gives these ports to outgoing connections); "
+                "use one within 1024-32767 derived from SLURM_JOB_ID")
     if port is None or not 1024 <= port <= 32767:
         shown = value if port is not None else value[:12] + "..."
         return f"port {shown} is outside 1024-32767 (32768 and up is the ephemeral range)"
     return f"{_FIXED} {port} collides when two jobs share a node; derive it from SLURM_JOB_ID"
 
 
+def _kept(message: str, whole: bool, strict: bool) -> bool:
+    """On a node the job has to itself, a fixed port collides with no other job, and an ephemeral one
+    only with the node's own outgoing connections (rare: strict profile)."""
+    return not whole or not (message.startswith(_FIXED) or _EPHEMERAL in message and not strict)
+
+
 def check(target):
     script = target.script
     whole = _whole_nodes(target)
-    found = [f for f in _findings(script) if not whole or not f[3].startswith(_FIXED)]
+    found = [f for f in _findings(script) if _kept(f[3], whole, target.strict)]
     reported = {line for _, line, _, _ in found}
     yield from found
-    if whole:
-        return
     # the lines of elastic launchers (a c10d rendezvous): their --master-port is never read
     elastic = {n for c in launcher_commands(script.shell) if _elastic(c, script.shell) and c.node is not None
                for n in range(c.node.start_point[0] + 1, c.node.end_point[0] + 2)}
@@ -108,7 +123,9 @@ def check(target):
                 continue
             if match.group(1) == "0" and _LOCAL_ANY_PORT.search(line[max(0, match.start(1) - 12):match.end(1)]):
                 continue
-            yield (script.display, number, match.start(1) + 1, _judge(match.group(1)))
+            message = _judge(match.group(1))
+            if _kept(message, whole, target.strict):
+                yield (script.display, number, match.start(1) + 1, message)
             break
 
 
