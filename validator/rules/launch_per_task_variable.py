@@ -22,6 +22,15 @@ Not reported where node 0's value does no harm:
 - the value is assigned to a variable that nothing reads but echo/printf, torchrun's --node_rank
   beside --rdzv_backend c10d, or the value of another variable that nothing reads (and that is not
   exported, or exported in a script whose launcher uses the c10d rendezvous);
+- in the default profile, the value is assigned to an exported variable that nothing in the script
+  reads: what the step's program makes of it is not in the file; it may take its rank from the
+  task's own SLURM_PROCID (round eighty-nine: `export JAX_PROCESS_INDEX=$SLURM_PROCID` beside
+  jax.distributed.initialize(), which reads SLURM_PROCID per task) or run a wrapper that exports the
+  task's own values again (round eighty-four: OLMo's run_with_environment.sh). Read rounds: 10 such
+  findings judged false, none true (the true ones pass the value on the step's command line). Not
+  the device lists (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES,
+  ZE_AFFINITY_MASK): the GPU runtime reads them in every process of the step. The strict profile
+  keeps them all;
 - the expansion is inside a function the script exports (`export -f run_node`, run by
   `srun bash -c run_node`): each task runs the function and expands its own value;
 - in a script nobody here wrote (the default profile), the value is printed directly by echo or
@@ -57,6 +66,8 @@ _PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
 _C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
 _RANK_OPTION = re.compile(r"--(node|machine)[_-]rank[= ]+[\"']?$")
 _PRINTS = {"echo", "printf"}
+# read by the CUDA, ROCm and Level Zero runtimes in every process, whatever the program's code
+_DEVICE_LISTS = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}
 
 
 def _one_value(parsed, name: str) -> bool:
@@ -197,7 +208,9 @@ def check(target):
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d
-    exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders}
+    # (the default profile: only a device list, which the GPU runtime reads in every process)
+    exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders
+                                   and (target.strict or a.name in _DEVICE_LISTS)}
     # `export NODE_RANK=$SLURM_NODEID` read only as `--node_rank $NODE_RANK` beside --rdzv_backend=c10d
     # (round seventy-three: dolomite-engine): torchrun ignores it, as when the variable is written there
     # a read inside the value of a variable nothing reads (DISTRIBUTED_ARGS="... --node_rank $NODE_RANK"
