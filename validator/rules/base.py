@@ -150,6 +150,11 @@ def gpus_per_node(values) -> int | None:
     one_node = last("nodes") in ("1", "1-1") or (nodes is None and total == 1)
     if one_node and last("gpus"):
         return count(last("gpus"))
+    # Without -N, sbatch allocates "enough nodes to satisfy the requested resources as expressed by
+    # per-job specification options, e.g. -n, -c and --gpus" (sbatch.1, -N, at slurm-22-05-0-1 and
+    # slurm-26-05-1-1): one GPU and at most one task take one node, which gets that GPU.
+    if nodes is None and total in (None, 1) and last("nodes") is None and count(last("gpus")) == 1:
+        return 1
     return None
 
 
