@@ -165,6 +165,9 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
              "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
              "unzip", "zip", "truncate", "fallocate", "shred",
+             # build tools: each task builds on its own (round ninety-one's `srun make` in 2- to 8-task
+             # course jobs, 3 of 3 judged independent copies); the MPI runs come later
+             "make", "gmake", "cmake", "ninja",
              # MATLAB sessions: srun starts separate ones; MATLAB's parallel pools are its own workers
              # (a local pool, or a cluster profile that submits its own jobs), never ranks of this step
              # (rounds seven and ten: 3 of 3 such steps judged independent)
