@@ -165,13 +165,14 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
              "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
              "unzip", "zip", "truncate", "fallocate", "shred",
-             # build tools: each task builds on its own (round ninety-one's `srun make` in 2- to 8-task
-             # course jobs, 3 of 3 judged independent copies); the MPI runs come later
-             "make", "gmake", "cmake", "ninja",
              # MATLAB sessions: srun starts separate ones; MATLAB's parallel pools are its own workers
              # (a local pool, or a cluster profile that submits its own jobs), never ranks of this step
              # (rounds seven and ten: 3 of 3 such steps judged independent)
              "matlab"}
+# Build tools: each task builds on its own (round ninety-one's `srun make` in 2- to 8-task course
+# jobs, 3 of 3 judged independent copies; the MPI runs come later). Independent, but the job's work
+# (a failed build is the job's failure: launch-strict-mode still reads them), so not in _PER_NODE.
+_BUILD_TOOLS = {"make", "gmake", "cmake", "ninja"}
 # Node-local GPU and CPU stress tools (DCGM's proftester, gpu-burn, stress-ng): each task loads its own
 # node's devices and reports on them alone (Azure's thermal test in round one, its dcgmproftester job in round two)
 _NODE_TOOL = re.compile(r"(?i)^(dcgmproftester\d*|gpu[-_]?burn|stress(-ng)?)$")
@@ -526,7 +527,8 @@ def _independent(shell, command) -> bool:
     nothing waiting until the time limit."""
     program = _program(command, shell)
     name = _program_name(shell, program)
-    if name in _BOUNDED or name in MPI_LAUNCHERS or _runs_ray(command) or helper_step(shell, command):
+    if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
+            or helper_step(shell, command):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
