@@ -219,11 +219,15 @@ def check(target):
     declared = declared_names(script.shell, parsed.lines)  # None: `set -a` exports every variable
     exported_names = {a.name for a in script.shell.assignments if a.exported} | (declared or set())
 
+    strict = target.strict
+
     def unused(expansion) -> bool:
         if c10d and _c10d_rank(expansion, data, seen):
             return True
-        target = _enclosing_assignment(expansion.node)
-        return declared is not None and target is not None and target not in read and target not in exported_names
+        assigned = _enclosing_assignment(expansion.node)
+        # exported and read by nothing in the file: as a holder of its own (default profile, not a device list)
+        hidden = assigned in exported_names and (strict or assigned in _DEVICE_LISTS)
+        return declared is not None and assigned is not None and assigned not in read and not hidden
 
     harmless = holders - _read_beyond_printing(script, holders, unused) - exported
     for expansion, holder in candidates:
