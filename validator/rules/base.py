@@ -103,8 +103,17 @@ def as_int(text: str | None, digits: int = 18) -> int | None:
 
 
 def requested_gpus_per_node(parsed) -> int | None:
-    """The GPU count each node gets from the directives (gpus_per_node)."""
-    return gpus_per_node(lambda name: [option.value for option in parsed.get(name)])
+    """The GPU count each node gets from the directives (gpus_per_node). Also a job of --gpus=1 with no
+    node count and at most one task: sbatch allocates "enough nodes to satisfy the requested
+    resources as expressed by per-job specification options, e.g. -n, -c and --gpus" (sbatch.1, -N,
+    at slurm-22-05-0-1 and slurm-26-05-1-1), one node here, and it gets the GPU. (Not for a step:
+    srun without -N spans the job's nodes.)"""
+    values = lambda name: [option.value for option in parsed.get(name)]  # noqa: E731
+    found = gpus_per_node(values)
+    if found is None and not parsed.get("nodes") and as_int(parsed.value("ntasks") or "1") == 1 \
+            and (parsed.value("gpus") or "").rsplit(":", 1)[-1] == "1":
+        return 1
+    return found
 
 
 # srun's spelling of the options gpus_per_node reads (srun.1): a step's own request
@@ -150,11 +159,6 @@ def gpus_per_node(values) -> int | None:
     one_node = last("nodes") in ("1", "1-1") or (nodes is None and total == 1)
     if one_node and last("gpus"):
         return count(last("gpus"))
-    # Without -N, sbatch allocates "enough nodes to satisfy the requested resources as expressed by
-    # per-job specification options, e.g. -n, -c and --gpus" (sbatch.1, -N, at slurm-22-05-0-1 and
-    # slurm-26-05-1-1): one GPU and at most one task take one node, which gets that GPU.
-    if nodes is None and total in (None, 1) and last("nodes") is None and count(last("gpus")) == 1:
-        return 1
     return None
 
 
