@@ -14,7 +14,7 @@ job takes 128 or more CPUs of the node (round sixty-three: --gres=gpu:2 --cpus-p
 room for another job. --mem=0 takes all the memory of each node: no job fits beside it either.
 A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
 reported on any job; so is one below 1024 or above 65535.
-A port from 32768 up lies in the range Linux hands out to outgoing connections (ip_local_port_range,
+A port from 32768 to 60999 lies in the range Linux hands out to outgoing connections (ip_local_port_range,
 32768-60999 by default since kernel commit 07f4c90062f8, 32768-61000 before; Documentation/
 networking/ip-sysctl): a connection any process of the node opened can hold it when the rendezvous
 binds. Where jobs share the node that is one more way to collide, and reported; on a node the job
@@ -91,12 +91,12 @@ _EPHEMERAL = "in the ephemeral range"
 
 def _judge(value):
     port = as_int(value, digits=6)
-    if port is not None and 32768 <= port <= 65535:
-        return (f"port {port} is {_EPHEMERAL} (32768 and up: Linux gives these ports to outgoing connections); "
+    if port is not None and 32768 <= port <= 60999:
+        return (f"port {port} is {_EPHEMERAL} (32768-60999: Linux gives these ports to outgoing connections); "
                 "use one within 1024-32767 derived from SLURM_JOB_ID")
-    if port is None or not 1024 <= port <= 32767:
+    if port is None or not 1024 <= port <= 65535:
         shown = value if port is not None else value[:12] + "..."
-        return f"port {shown} is outside 1024-32767 (32768 and up is the ephemeral range)"
+        return f"port {shown} is outside 1024-65535 (below 1024 only root may bind; above 65535 is no TCP port)"
     return f"{_FIXED} {port} collides when two jobs share a node; derive it from SLURM_JOB_ID"
 
 
@@ -124,9 +124,9 @@ def check(target):
             if match.group(1) == "0" and _LOCAL_ANY_PORT.search(line[max(0, match.start(1) - 12):match.end(1)]):
                 continue
             message = _judge(match.group(1))
-            if _kept(message, whole, target.strict):
+            if _kept(message, whole, target.strict):  # else a later port of the line may still be wrong
                 yield (script.display, number, match.start(1) + 1, message)
-            break
+                break
 
 
 def _literal_port(value):
