@@ -315,10 +315,11 @@ _FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
 # followed by an option: '# SBATCH' alone is a heading of a comment banner, '# SBATCH directives below'
 # prose (round sixty-eight, round two): neither is a directive switched off nor one mistyped
 # (a dash or two and a letter: '-N', '--time', also the en and em dashes pasted from documents; not a
-# row of dashes under a heading). Glued to the word, only two dashes or a long dash ('#sbatch--time'):
-# one hyphen makes a hyphenated name ('# sbatch-sft-04b.sh — full SFT ...', a header naming the
-# file: round eighty-four)
-_LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013\u2014]{1,2})[A-Za-z]", re.IGNORECASE)
+# row of dashes under a heading). Glued to the word, two dashes or a long dash ('#sbatch--time'), or
+# one hyphen and a lone letter ('#sbatch-N 2', a short option): one hyphen and a word is a hyphenated
+# name ('# sbatch-sft-04b.sh — full SFT ...', a header naming the file: round eighty-four)
+_LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013\u2014]{1,2})[A-Za-z]"
+                        r"|-[A-Za-z](?![A-Za-z]))", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 
