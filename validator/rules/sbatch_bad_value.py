@@ -101,21 +101,28 @@ def _engine_only(parsed, line: int) -> bool:
 _BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]")
 
 
-# A shell variable in a value: $name, ${name}, $1 (what sbatch would keep as text).
+# A shell variable in a value: $name, ${name}, $1, ${10} (what sbatch would keep as text).
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*|[0-9])")
+# A generator's token: $name, ${name}, $1, ${10}; not ${name:-default} and the like (shell syntax that
+# Python's string.Template refuses and a sed over $1..$N leaves alone)
+_TOKEN = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
 
 
-def _generator_lines(parsed) -> set:
+def _generator_lines(parsed, assigned: set) -> set:
     """The directive lines a generator fills in, when the file is such a template: two or more count,
-    size or time values that are bare capitalised tokens, or that hold two or more different variables
-    (then every directive line with a variable)."""
+    size or time values that are bare capitalised tokens, or that hold two or more different
+    generator tokens (then every directive line with a variable). A name the script assigns itself or
+    one of Slurm's output variables (SLURM_*) is no token: the author expected sbatch to expand it."""
     bare = {option.line for option in parsed.options
             if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
             and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
-    typed = {(option.line, name) for option in parsed.options if option.name in TYPES and option.value
-             for name in _VARIABLE.findall(option.value)}
+    typed = [(option.line, option.col, name) for option in parsed.options if option.name in TYPES and option.value
+             and "${" not in _TOKEN.sub("", option.value)  # every ${...} of the value is a plain token
+             for name in (a or b for a, b in _TOKEN.findall(option.value))]
     lines = bare if len(bare) >= 2 else set()
-    if len({line for line, _ in typed}) >= 2 and len({name for _, name in typed}) >= 2:
+    tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
+    if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
+            {name for _, _, name in typed}):
         lines |= {option.line for option in parsed.options if option.value and _VARIABLE.search(option.value)}
     return lines
 
@@ -123,7 +130,7 @@ def _generator_lines(parsed) -> set:
 def check(target):
     script = target.script
     parsed = script.parsed
-    tokens = _generator_lines(parsed)
+    tokens = _generator_lines(parsed, {a.name for a in script.shell.assignments})
     # a person fills in <ACCOUNT> or YOUR_PROJECT; a tool fills in {{ nodes }} (template_lines)
     blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)
                 and not _engine_only(parsed, line)]
