@@ -29,8 +29,10 @@ Not reported where node 0's value does no harm:
   task's own values again (round eighty-four: OLMo's run_with_environment.sh). Read rounds: 10 such
   findings judged false, none true (the true ones pass the value on the step's command line). Not
   the device lists (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES,
-  ZE_AFFINITY_MASK): the GPU runtime reads them in every process of the step. The strict profile
-  keeps them all;
+  ZE_AFFINITY_MASK), which the GPU runtime reads in every process of the step, nor RANK, which
+  torch.distributed's env:// rendezvous reads; nor a variable whose `$NAME` stands in text a step's
+  shell expands (a single-quoted `bash -c` payload, a quoted heredoc). The strict profile keeps
+  them all;
 - the expansion is inside a function the script exports (`export -f run_node`, run by
   `srun bash -c run_node`): each task runs the function and expands its own value;
 - in a script nobody here wrote (the default profile), the value is printed directly by echo or
@@ -66,8 +68,20 @@ _PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
 _C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
 _RANK_OPTION = re.compile(r"--(node|machine)[_-]rank[= ]+[\"']?$")
 _PRINTS = {"echo", "printf"}
-# read by the CUDA, ROCm and Level Zero runtimes in every process, whatever the program's code
-_DEVICE_LISTS = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"}
+# Read in every process of the step whatever the program's code: the device lists by the CUDA, ROCm and
+# Level Zero runtimes; RANK by torch.distributed's env:// rendezvous (the default init_method), which
+# takes it from the environment when init_process_group is given no rank (_env_rendezvous_handler in
+# torch/distributed/rendezvous.py: `rank = int(_get_env_or_raise("RANK"))`)
+_READ_BY_RUNTIME = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+                    "RANK"}
+
+
+def _read_as_text(lines: list[str], name: str, parsed: dict) -> bool:
+    """`$NAME` on a line where the parse sees fewer expansions of it: inside a single-quoted `bash -c`
+    payload or a quoted heredoc, text a step's own shell expands (`parsed`: (line, name) -> count)."""
+    pattern = re.compile(r"\$\{?" + re.escape(name) + r"\b")
+    return any(not line.lstrip().startswith("#") and len(pattern.findall(line)) > parsed.get((number, name), 0)
+               for number, line in enumerate(lines, start=1))
 
 
 def _one_value(parsed, name: str) -> bool:
@@ -208,9 +222,16 @@ def check(target):
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d
-    # (the default profile: only a device list, which the GPU runtime reads in every process)
+    # (in the default profile only where the file shows a reader: the runtime, or a step's own text)
+    text_lines = parsed.lines
+    parsed_reads: dict = {}
+    for e in script.shell.expansions:
+        parsed_reads[(e.line, e.name)] = parsed_reads.get((e.line, e.name), 0) + 1
+
+    def reaches(name: str) -> bool:
+        return target.strict or name in _READ_BY_RUNTIME or _read_as_text(text_lines, name, parsed_reads)
     exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders
-                                   and (target.strict or a.name in _DEVICE_LISTS)}
+                                   and reaches(a.name)}
     # `export NODE_RANK=$SLURM_NODEID` read only as `--node_rank $NODE_RANK` beside --rdzv_backend=c10d
     # (round seventy-three: dolomite-engine): torchrun ignores it, as when the variable is written there
     # a read inside the value of a variable nothing reads (DISTRIBUTED_ARGS="... --node_rank $NODE_RANK"
@@ -219,14 +240,12 @@ def check(target):
     declared = declared_names(script.shell, parsed.lines)  # None: `set -a` exports every variable
     exported_names = {a.name for a in script.shell.assignments if a.exported} | (declared or set())
 
-    strict = target.strict
-
     def unused(expansion) -> bool:
         if c10d and _c10d_rank(expansion, data, seen):
             return True
         assigned = _enclosing_assignment(expansion.node)
-        # exported and read by nothing in the file: as a holder of its own (default profile, not a device list)
-        hidden = assigned in exported_names and (strict or assigned in _DEVICE_LISTS)
+        # exported and read by nothing the file shows: as a holder of its own
+        hidden = assigned in exported_names and reaches(assigned)
         return declared is not None and assigned is not None and assigned not in read and not hidden
 
     harmless = holders - _read_beyond_printing(script, holders, unused) - exported
