@@ -42,7 +42,10 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --nodes=$1\n
 # [0-9], not \d: Python's \d also matches other scripts' digits ('١'); sbatch reads ASCII (sscanf %d, strtol)
 _COUNT = re.compile(r"[0-9]+")
 _RANGE = re.compile(r"[0-9]+(-[0-9]+)?")
-_GPUS = re.compile(r"([\w.-]+:)?[0-9]+")
+# [type:]count, or a type alone: its count is 1 ("We have type with implicit count of 1":
+# _get_next_gres in src/common/gres.c at slurm-22-05-0-1, slurm_get_next_tres in
+# src/common/slurm_protocol_defs.c at slurm-26-05-1-1; round ninety-two's --gpus=h100-96)
+_GPUS = re.compile(r"([\w.-]+:)?[0-9]+|[A-Za-z][\w.-]*")
 _SIZE = re.compile(r"[0-9]+([KMGT]B?)?", re.IGNORECASE)
 
 
@@ -52,9 +55,9 @@ TYPES = {
     "ntasks": (_COUNT, "a task count"),
     "ntasks-per-node": (_COUNT, "a task count"),
     "cpus-per-task": (_COUNT, "a CPU count"),
-    "gpus-per-node": (_GPUS, "[type:]count"),
-    "gpus-per-task": (_GPUS, "[type:]count"),
-    "gpus": (_GPUS, "[type:]count"),
+    "gpus-per-node": (_GPUS, "[type:]count or a type"),
+    "gpus-per-task": (_GPUS, "[type:]count or a type"),
+    "gpus": (_GPUS, "[type:]count or a type"),
     "mem": (_SIZE, "a size such as 80G"),
     "mem-per-cpu": (_SIZE, "a size such as 4G"),
     "mem-per-gpu": (_SIZE, "a size such as 80G"),
