@@ -474,7 +474,11 @@ def sourced_shells(target):
     return found
 
 
-_BLOCKS = ("program", "compound_statement", "do_group", "function_definition")
+# Where statements stand side by side: also the branches of if and case, whose commands tree-sitter-bash
+# puts directly under the if_statement, elif_clause, else_clause or case_item (`then srun ... & fi`
+# inside a function was read as not backgrounded: round ninety-five)
+_BLOCKS = ("program", "compound_statement", "do_group", "function_definition", "if_statement", "elif_clause",
+           "else_clause", "case_item")
 
 
 def statement_of(node):
