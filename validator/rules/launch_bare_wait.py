@@ -6,11 +6,14 @@ for work the batch shell itself starts in the background (`python run.py cfg1 & 
 wait`: a sweep whose failed runs end COMPLETED; 10 of 10 such findings on read corpora judged true),
 but for an interactive server (Jupyter, TensorBoard) meant to run until its user is done. A step that
 only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE) loses no
-status worth keeping: such steps alone do not make a bare wait a finding.
+status worth keeping: such steps alone do not make a bare wait a finding. A bare wait with no
+background work started since the batch shell's previous bare wait has nothing to lose (round
+ninety-five: a second `wait` after the first collected every step; a `wait` before the functions that
+start the steps are called); in a loop, work started later in the body counts.
 """
 import re
 
-from validator.rules.base import WORK_PROGRAMS, backgrounded
+from validator.rules.base import WORK_PROGRAMS, backgrounded, enclosing
 from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-bare-wait"
@@ -75,6 +78,31 @@ def _work(command) -> bool:
     return command.name.rsplit("/", 1)[-1] in WORK_PROGRAMS and not _interactive(command)
 
 
+_LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
+
+
+def _function_name(node) -> str | None:
+    function = enclosing(node, ("function_definition",))
+    name = function.child_by_field_name("name") if function is not None else None
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
+def _starts(shell, background) -> list[int]:
+    """Where background work starts as the batch shell runs: a background command outside any
+    function where it stands, one inside a function at each call of that function (round ninety-five:
+    functions defined above a first bare `wait`, called only after it)."""
+    starts, calls = [], {}
+    for command in background:
+        function = _function_name(command.node)
+        if function is None:
+            starts.append(command.node.start_byte)
+            continue
+        if function not in calls:
+            calls[function] = [c.node.start_byte for c in shell.named(function)]
+        starts.extend(calls[function])
+    return sorted(starts)
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
@@ -83,8 +111,21 @@ def check(target):
     if not background:
         return
     first = min(c.node.start_byte for c in background)
+    starts = _starts(shell, background)
+    previous = -1  # the last bare wait of the batch shell itself: it collected what started before it
     for command in shell.named("wait"):
-        if not command.args and command.node.start_byte > first:
+        if command.args:
+            continue
+        at = command.node.start_byte
+        if _function_name(command.node) is not None:  # runs wherever it is called: as before
+            started = at > first
+        else:
+            loop = enclosing(command.node, _LOOPS)
+            # in a loop, work started later in the body runs before it on the next turn
+            started = any(previous < s < at for s in starts) or (
+                loop is not None and any(loop.start_byte <= s < loop.end_byte for s in starts))
+            previous = at
+        if started:
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")
