@@ -389,9 +389,18 @@ def _own_options(command, shell=None):
     return replace(command, args=command.args[:command.args.index(program)])
 
 
+# Dask's scheduler and workers (`dask-mpi`, `dask-worker`, `dask worker`): the scheduler gives a lost
+# worker's tasks to the others ("If a worker dies ... its tasks are rerun on other workers":
+# distributed's resilience documentation), and a client outside the step decides when the work is
+# done (rounds seventy-two and ninety-four: 3 of 3 such steps judged independent services)
+_DASK = re.compile(r"(?<![\w.-])(dask-mpi|dask-worker|dask-scheduler|dask\s+(worker|scheduler))\b")
+
+
 def _runs_ray(command) -> bool:
-    """Ray's head or workers (`ray start`, `ray symmetric-run`), as words or in a `bash -c` string."""
-    return bool(_RAY.search(" ".join(a.raw for a in command.args)))
+    """Ray's head or workers (`ray start`, `ray symmetric-run`), or Dask's scheduler and workers, as
+    words or in a `bash -c` string: a cluster that outlives a lost member."""
+    text = " ".join(a.raw for a in command.args)
+    return bool(_RAY.search(text) or _DASK.search(text))
 
 
 step_program = _program  # shared with launch-bare-wait: one reading of srun's options
