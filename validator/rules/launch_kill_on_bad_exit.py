@@ -389,18 +389,19 @@ def _own_options(command, shell=None):
     return replace(command, args=command.args[:command.args.index(program)])
 
 
-# Dask's scheduler and workers (`dask-mpi`, `dask-worker`, `dask worker`): the scheduler gives a lost
-# worker's tasks to the others ("If a worker dies ... its tasks are rerun on other workers":
-# distributed's resilience documentation), and a client outside the step decides when the work is
-# done (rounds seventy-two and ninety-four: 3 of 3 such steps judged independent services)
+# Dask's scheduler and workers (`dask-mpi`, `dask-worker`, `dask worker`) started in the background
+# for a client the batch shell runs itself: the job lasts as long as that client, and the scheduler
+# gives a lost worker's tasks to the others (round ninety-four: 2 of 2 judged independent services).
+# In the foreground the job lives on the step, and workers left without their scheduler wait until
+# the time limit (round fifty-four's dask-mpi, judged true): reported.
 _DASK = re.compile(r"(?<![\w.-])(dask-mpi|dask-worker|dask-scheduler|dask\s+(worker|scheduler))\b")
 
 
 def _runs_ray(command) -> bool:
-    """Ray's head or workers (`ray start`, `ray symmetric-run`), or Dask's scheduler and workers, as
-    words or in a `bash -c` string: a cluster that outlives a lost member."""
+    """Ray's head or workers (`ray start`, `ray symmetric-run`), as words or in a `bash -c` string, or
+    Dask's scheduler and workers in the background: a cluster that outlives a lost member."""
     text = " ".join(a.raw for a in command.args)
-    return bool(_RAY.search(text) or _DASK.search(text))
+    return bool(_RAY.search(text)) or bool(_DASK.search(text)) and backgrounded(command)
 
 
 step_program = _program  # shared with launch-bare-wait: one reading of srun's options
