@@ -488,14 +488,46 @@ def statement_of(node):
     return node
 
 
+# An interactive server meant to run until the person using it is done or the time limit comes
+# (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`): its name
+# as a word of its own or the first word of a command string, or python's -m module; not the value
+# of an option (`--report_to tensorboard` is a training that logs for TensorBoard).
+INTERACTIVE_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server"}
+_SERVER_MODULES = INTERACTIVE_SERVERS | {"notebook", "tensorboard.main"}
+
+
+def interactive_server(command) -> bool:
+    """The command runs an interactive server (its name as a word of its own or the first word of a
+    command string, or python's -m module), not a program that only names one in an option."""
+    words = [(a.value if a.value is not None else a.raw).strip("\"'") for a in command.args]
+    for i, word in enumerate(words):
+        first = word.split(None, 1)[0] if word.split() else ""
+        before = words[i - 1] if i else ""
+        if before == "-m" and first in _SERVER_MODULES:
+            return True
+        if first in INTERACTIVE_SERVERS and not before.startswith("-"):
+            return True
+    return False
+
+
+
 def backgrounded(command) -> bool:
-    """The command's statement (in the script, a block, a loop body or a function) ends with '&'."""
-    node = statement_of(command.node)
-    if node is None or node.parent is None:
-        return False
-    # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
-    following = node.next_sibling
-    return following is not None and following.type == "&"
+    """The command's statement (in the script, a block, a loop body, a branch or a function) ends with
+    '&', or a statement that holds it does (`if ...; then srun ...; fi &`, `for ...; done &`,
+    `{ srun ...; } &`), up to the function or script it stands in."""
+    node = command.node
+    while node is not None:
+        node = statement_of(node)
+        if node is None or node.parent is None:
+            return False
+        # the next sibling, not an index into node.parent.children (a new list on every access: quadratic)
+        following = node.next_sibling
+        if following is not None and following.type == "&":
+            return True
+        if node.parent.type in ("program", "function_definition"):
+            return False
+        node = node.parent  # the block it stands in: the statement holding that block may be backgrounded
+    return False
 
 
 def enclosing(node, kinds):

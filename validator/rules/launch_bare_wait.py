@@ -13,7 +13,7 @@ start the steps are called); in a loop, work started later in the body counts.
 """
 import re
 
-from validator.rules.base import WORK_PROGRAMS, backgrounded, enclosing
+from validator.rules.base import WORK_PROGRAMS, backgrounded, enclosing, interactive_server
 from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-bare-wait"
@@ -52,30 +52,10 @@ def _functions_running_srun(shell) -> set:
     return names
 
 
-# An interactive server meant to run until the person using it is done or the time limit comes
-# (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`): its name
-# as a word of its own or the first word of a command string, or python's -m module; not the value
-# of an option (`--report_to tensorboard` is a training that logs for TensorBoard).
-_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server"}
-_SERVER_MODULES = _SERVERS | {"notebook", "tensorboard.main"}
-
-
-def _interactive(command) -> bool:
-    words = [(a.value if a.value is not None else a.raw).strip("\"'") for a in command.args]
-    for i, word in enumerate(words):
-        first = word.split(None, 1)[0] if word.split() else ""
-        before = words[i - 1] if i else ""
-        if before == "-m" and first in _SERVER_MODULES:
-            return True
-        if first in _SERVERS and not before.startswith("-"):
-            return True
-    return False
-
-
 def _work(command) -> bool:
     """A program that does the job's work in the batch shell itself (python, torchrun, mpirun,
     apptainer, julia: WORK_PROGRAMS), by its base name; not an interactive server."""
-    return command.name.rsplit("/", 1)[-1] in WORK_PROGRAMS and not _interactive(command)
+    return command.name.rsplit("/", 1)[-1] in WORK_PROGRAMS and not interactive_server(command)
 
 
 _LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
@@ -89,18 +69,32 @@ def _function_name(node) -> str | None:
 
 def _starts(shell, background) -> list[int]:
     """Where background work starts as the batch shell runs: a background command outside any
-    function where it stands, one inside a function at each call of that function (round ninety-five:
-    functions defined above a first bare `wait`, called only after it)."""
+    function where it stands, one inside a function at each call of that function, followed out of
+    the functions that call it (round ninety-five: functions defined above a first bare `wait`,
+    called only after it)."""
     starts, calls = [], {}
+
+    def call_sites(function: str, seen: frozenset) -> list[int]:
+        if function not in calls:
+            found = []
+            for call in shell.named(function):
+                caller = _function_name(call.node)
+                if caller is None:
+                    found.append(call.node.start_byte)
+                elif caller not in seen:  # recursion: each function once on a path
+                    found.extend(call_sites(caller, seen | {caller}))
+            calls[function] = found
+        return calls[function]
     for command in background:
         function = _function_name(command.node)
-        if function is None:
-            starts.append(command.node.start_byte)
-            continue
-        if function not in calls:
-            calls[function] = [c.node.start_byte for c in shell.named(function)]
-        starts.extend(calls[function])
+        starts.extend([command.node.start_byte] if function is None else call_sites(function, frozenset({function})))
     return sorted(starts)
+
+
+def _always_runs(node) -> bool:
+    """A statement of the batch script's top level: it runs whenever the shell gets there (not in a
+    branch, a loop, a subshell or an `&&`/`||` list, any of which may leave it out)."""
+    return node.parent is not None and node.parent.type == "program"
 
 
 def check(target):
@@ -124,7 +118,8 @@ def check(target):
             # in a loop, work started later in the body runs before it on the next turn
             started = any(previous < s < at for s in starts) or (
                 loop is not None and any(loop.start_byte <= s < loop.end_byte for s in starts))
-            previous = at
+            if _always_runs(command.node):  # only a wait that surely ran has collected what came before
+                previous = at
         if started:
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
