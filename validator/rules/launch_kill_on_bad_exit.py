@@ -38,9 +38,9 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, exclusive_nodes,
-                                  in_function, payload_text, requested_gpus_per_node, srun_option,
-                                  statement_of)
+from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
+                                  backgrounded, bad_batch, exclusive_nodes, in_function, interactive_server,
+                                  payload_text, requested_gpus_per_node, srun_option, statement_of)
 from validator.sbatch import SPANK_OPTIONS, TEMPLATE, option_table
 from validator.shell import parse_shell
 
@@ -389,19 +389,9 @@ def _own_options(command, shell=None):
     return replace(command, args=command.args[:command.args.index(program)])
 
 
-# Dask's scheduler and workers (`dask-mpi`, `dask-worker`, `dask worker`) started in the background
-# for a client the batch shell runs itself: the job lasts as long as that client, and the scheduler
-# gives a lost worker's tasks to the others (round ninety-four: 2 of 2 judged independent services).
-# In the foreground the job lives on the step, and workers left without their scheduler wait until
-# the time limit (round fifty-four's dask-mpi, judged true): reported.
-_DASK = re.compile(r"(?<![\w.-])(dask-mpi|dask-worker|dask-scheduler|dask\s+(worker|scheduler))\b")
-
-
 def _runs_ray(command) -> bool:
-    """Ray's head or workers (`ray start`, `ray symmetric-run`), as words or in a `bash -c` string, or
-    Dask's scheduler and workers in the background: a cluster that outlives a lost member."""
-    text = " ".join(a.raw for a in command.args)
-    return bool(_RAY.search(text)) or bool(_DASK.search(text)) and backgrounded(command)
+    """Ray's head or workers (`ray start`, `ray symmetric-run`), as words or in a `bash -c` string."""
+    return bool(_RAY.search(" ".join(a.raw for a in command.args)))
 
 
 step_program = _program  # shared with launch-bare-wait: one reading of srun's options
@@ -598,7 +588,8 @@ def _never_waited(shell, command) -> bool:
     src/slurmctld/node_scheduler.c, called from job_mgr.c; slurm-22-05-0-1 and slurm-26-05-1-1),
     so a task left waiting cannot hold the job to the time limit (round thirty-five: `srun
     serve-data.py &` beside `mpirun ... & wait $MPI_PID`; round thirty-four: Ray's workers through
-    `shifter ./start-worker.sh &` before the driver). Not where the step's words say its tasks form one
+    `shifter ./start-worker.sh &` before the driver; round ninety-four: `srun dask-mpi ... &` before
+    `jupyter notebook`, the job's foreground work). Not where the step's words say its tasks form one
     program across nodes (_ONE_PROGRAM: a two-node SGLang server), where the variable that keeps its
     `$!` is read again (waited for, polled with kill -0, collected in an array), where a wait may
     collect it (a bare `wait`, `wait -n`, `wait %1`, `wait $!`, `wait $(jobs -p)`, a wait in a
@@ -618,6 +609,14 @@ def _never_waited(shell, command) -> bool:
     return later < len(facts.wait_starts) or facts.last_work_start > command.node.end_byte
 
 
+def _foreground_work(command) -> bool:
+    """What the job waits on in the foreground: a step, a work program (WORK_PROGRAMS), or an
+    interactive server the person uses until done (round ninety-four: `jupyter notebook` after
+    `srun dask-mpi ... &`, whose scheduler and workers serve it)."""
+    name = command.name.rsplit("/", 1)[-1]
+    return name in WORK_PROGRAMS | {"srun"} or name in INTERACTIVE_SERVERS or interactive_server(command)
+
+
 class _WaitFacts:
     """What _never_waited asks of a script, read once (a script of 10,000 background sruns stays linear).
     A wait "collects others" when each of its words reads only variables that keep some background
@@ -634,8 +633,7 @@ class _WaitFacts:
         for i in range(len(waits) - 1, -1, -1):
             self.all_collect_others_from[i] = collects_others[i] and self.all_collect_others_from[i + 1]
         self.last_work_start = max((c.node.start_byte for c in shell.commands if c.node is not None
-                                    and c.name.rsplit("/", 1)[-1] in WORK_PROGRAMS | {"srun"} and not backgrounded(c)),
-                                   default=-1)
+                                    and _foreground_work(c) and not backgrounded(c)), default=-1)
 
 
 def _collects_only(wait, pids: set) -> bool:
