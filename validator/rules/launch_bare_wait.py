@@ -9,8 +9,11 @@ only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHIN
 status worth keeping: such steps alone do not make a bare wait a finding. A bare wait with no
 background work started since the batch shell's previous bare wait has nothing to lose (round
 ninety-five: a second `wait` after the first collected every step; a `wait` before the functions that
-start the steps are called); in a loop, work started later in the body counts.
+start the steps are called); in a loop, work started later in the body counts. A previous wait
+counts where it surely ran: at the script's top level or in the body of a loop there, not in a
+branch, a subshell or a list that may leave it out.
 """
+import bisect
 import re
 
 from validator.rules.base import WORK_PROGRAMS, backgrounded, enclosing, interactive_server
@@ -106,7 +109,7 @@ def check(target):
         return
     first = min(c.node.start_byte for c in background)
     starts = _starts(shell, background)
-    previous = -1  # the last bare wait of the batch shell itself: it collected what started before it
+    previous = -1  # the last bare wait that surely ran: it collected what started before it
     for command in shell.named("wait"):
         if command.args:
             continue
@@ -115,11 +118,13 @@ def check(target):
             started = at > first
         else:
             loop = enclosing(command.node, _LOOPS)
-            # in a loop, work started later in the body runs before it on the next turn
-            started = any(previous < s < at for s in starts) or (
-                loop is not None and any(loop.start_byte <= s < loop.end_byte for s in starts))
-            if _always_runs(command.node):  # only a wait that surely ran has collected what came before
-                previous = at
+            # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
+            # started later in the body runs before it on the next turn
+            started = bisect.bisect_left(starts, at) > bisect.bisect_right(starts, previous) or (
+                loop is not None and bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte))
+            in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
+            if _always_runs(command.node) or in_body and _always_runs(loop):
+                previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
         if started:
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
