@@ -42,7 +42,7 @@ Not reported where node 0's value does no harm:
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script
+from validator.rules.base import GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script, launcher_commands
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -228,8 +228,13 @@ def check(target):
     for e in script.shell.expansions:
         parsed_reads[(e.line, e.name)] = parsed_reads.get((e.line, e.name), 0) + 1
 
+    # torchrun gives each worker its own RANK (the elastic agent's worker environment:
+    # LocalElasticAgent._start_workers in torch/distributed/elastic/agent/server/local_elastic_agent.py),
+    # so with torchrun the batch shell's RANK reaches no program (round ninety-seven)
+    by_runtime = _READ_BY_RUNTIME - ({"RANK"} if next(launcher_commands(script.shell), None) else set())
+
     def reaches(name: str) -> bool:
-        return target.strict or name in _READ_BY_RUNTIME or _read_as_text(text_lines, name, parsed_reads)
+        return target.strict or name in by_runtime or _read_as_text(text_lines, name, parsed_reads)
     exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders
                                    and reaches(a.name)}
     # `export NODE_RANK=$SLURM_NODEID` read only as `--node_rank $NODE_RANK` beside --rdzv_backend=c10d
