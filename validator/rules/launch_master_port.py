@@ -148,6 +148,11 @@ def _elastic(command, shell) -> bool:
     return backend is not None and backend.value not in (None, "", "static")
 
 
+# A program other than torchrun that may read MASTER_PORT from the environment (torch's env://
+# rendezvous in a plain python, DeepSpeed, accelerate, an MPI launcher); `python -m torch.distributed.run`
+# is torchrun
+_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+torch\.distributed\.run)|deepspeed|accelerate"
+                           r"|mpirun|mpiexec|jsrun|lightning)(?![\w.-])")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 
 
@@ -177,9 +182,16 @@ def _findings(script):
     # a read only by echo or printf to the log prints the port; nothing binds it (round thirty-nine: an
     # unexported MASTER_PORT=29500 echoed beside torchrun's own --master_port)
     used = {e.name for e in shell.expansions if not _logged(e.node)}
+    # exported but read by nothing when torchrun is the only launcher: torchrun takes its port from
+    # --master-port or PET_MASTER_PORT (argparse_util.env: "Get argument values from PET_{dest}"),
+    # default 29500, and sets each worker's MASTER_PORT itself (round ninety-seven)
+    dead_export = bool(launchers) and "MASTER_PORT" not in used and not _OTHER_READER.search(
+        "\n".join(line for line in script.lines if not line.lstrip().startswith("#")))
     for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
+        if dead_export and message and (message.startswith(_FIXED) or _EPHEMERAL in message):
+            continue  # a well-formed port nothing binds (a value that is no port at all is still said)
         if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)):
             yield (script.display, a.line, a.col, message)
     for command in launchers:
