@@ -51,14 +51,25 @@ def confusable(prefix: str, meant: str) -> str | None:
     return None
 
 
+def _one_task(parsed, option) -> bool:
+    """`--tasks=1` with no node count, or one: --ntasks-per-node=1 there is the one task --ntasks=1
+    asks (a job has one node unless -N or its resources ask for more: sbatch.1, -N, at slurm-22-05-0-1
+    and slurm-26-05-1-1). More tasks differ: --ntasks=48 may spread over nodes, 48 a node may not fit
+    (round six, judged true)."""
+    return option.name == "tasks-per-node" and option.value == "1" and parsed.value("nodes") in (None, "1", "1-1")
+
+
 def check(target):
     if target.strict:
         yield from _everywhere(target)
         return
-    for option in target.script.parsed.options:
+    parsed = target.script.parsed
+    for option in parsed.options:
         if option.problem != "abbreviated" or option.name is None:
             continue
         prefix = option.written.lstrip("-").split("=", 1)[0]
-        where = confusable(prefix, option.name) or elsewhere(prefix, option.name)
+        # `--tasks=1` on one node: both readings give the same allocation (round one hundred and three)
+        misread = None if _one_task(parsed, option) else confusable(prefix, option.name)
+        where = misread or elsewhere(prefix, option.name)
         if where is not None:
             yield (target.script.display, option.line, option.col, f"{option.detail}; {where}: write it out")
