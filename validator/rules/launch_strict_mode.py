@@ -149,6 +149,8 @@ def _risks(script):
         # command named --do_train, which bash cannot find (status 127): the job always fails, no
         # success hides the srun's status; SC2215 reports the broken line (round sixty)
         return
+    if _ends_in_syntax_error(after):
+        return
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1
         # csh and tcsh have no `set -e`: their -e flag on the '#!' line exits on a failed command (csh(1))
@@ -284,6 +286,14 @@ def check(target):
 _TRAILERS = {"echo", "printf", "date", "hostname", "sleep", ":", "true", "sacct", "squeue", "sstat"}
 
 
+def _ends_in_syntax_error(after) -> bool:
+    """A statement after the work does not parse (`echo "Done: $(date)` with its quote never closed):
+    bash reaches the end of the file inside it, reports the syntax error and exits non-zero (the last
+    command's status when that failed, else 2), so a failed run never ends COMPLETED; SC1073/SC1072
+    report the quote (round one hundred: four such findings judged false)."""
+    return any(n.type == "ERROR" or n.has_error for n in after)
+
+
 def _work_then_echo(shell):
     """No srun: the work runs in the batch shell (python, apptainer exec, mpirun, Rscript) as the last
     work statement at the top level, and only trailers (_TRAILERS) follow, then at most `exit` or `exit $?`:
@@ -298,7 +308,8 @@ def _work_then_echo(shell):
     after = _following(statement)
     if after and after[-1].text.strip() in (b"exit", b"exit $?", b'exit "$?"'):
         after = after[:-1]  # `exit` or `exit $?` exits with the last command's status: the trailer's
-    if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after):
+    if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after) \
+            or _ends_in_syntax_error(after):
         return None
     if any(n.type not in ("command", "redirected_statement", "list") or not _trailer(n) for n in after):
         return None
