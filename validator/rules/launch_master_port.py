@@ -153,6 +153,7 @@ def _elastic(command, shell) -> bool:
 # is torchrun
 _OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+torch\.distributed\.run)|deepspeed|accelerate"
                            r"|mpirun|mpiexec|jsrun|lightning)(?![\w.-])")
+_MASTER_PORT_TEXT = re.compile(r"\$\{?MASTER_PORT\b")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 
 
@@ -185,8 +186,10 @@ def _findings(script):
     # exported but read by nothing when torchrun is the only launcher: torchrun takes its port from
     # --master-port or PET_MASTER_PORT (argparse_util.env: "Get argument values from PET_{dest}"),
     # default 29500, and sets each worker's MASTER_PORT itself (round ninety-seven)
-    dead_export = bool(launchers) and "MASTER_PORT" not in used and not _OTHER_READER.search(
-        "\n".join(line for line in script.lines if not line.lstrip().startswith("#")))
+    # (read also where the parse sees no expansion: `$MASTER_PORT` in a single-quoted `bash -c` payload)
+    code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
+    dead_export = bool(launchers) and "MASTER_PORT" not in used and not _OTHER_READER.search(code) \
+        and not _MASTER_PORT_TEXT.search(code)
     for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
