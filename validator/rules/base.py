@@ -511,6 +511,20 @@ def interactive_server(command) -> bool:
 
 
 
+def read_beyond_parse(script, name: str) -> bool:
+    """`$NAME` on a line where the parse sees fewer expansions of it: inside a single-quoted `bash -c`
+    payload or a quoted heredoc, text a step's own shell expands (comment lines left out)."""
+    def count():
+        found: dict = {}
+        for e in script.shell.expansions:
+            found[(e.line, e.name)] = found.get((e.line, e.name), 0) + 1
+        return found
+    counts = script.shell.once("expansions by line and name", count)
+    pattern = re.compile(r"\$\{?" + re.escape(name) + r"\b")
+    return any(not line.lstrip().startswith("#") and len(pattern.findall(line)) > counts.get((number, name), 0)
+               for number, line in enumerate(script.parsed.lines, start=1))
+
+
 def backgrounded(command) -> bool:
     """The command's statement (in the script, a block, a loop body, a branch or a function) ends with
     '&', or a statement that holds it does (`if ...; then srun ...; fi &`, `for ...; done &`,

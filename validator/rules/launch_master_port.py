@@ -27,6 +27,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, all_memory, as_int, bad_batch, enclosing_command, enclosing_command_name,
                                   exclusive_nodes, is_decimal, launcher_commands, manifest_of, non_ascii_number,
+                                  read_beyond_parse,
                                   requested_gpus_per_node, srun_option)
 
 ID = "launch-master-port"
@@ -153,7 +154,6 @@ def _elastic(command, shell) -> bool:
 # is torchrun
 _OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+torch\.distributed\.run)|deepspeed|accelerate"
                            r"|mpirun|mpiexec|jsrun|lightning)(?![\w.-])")
-_MASTER_PORT_TEXT = re.compile(r"\$\{?MASTER_PORT\b")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 
 
@@ -189,7 +189,7 @@ def _findings(script):
     # (read also where the parse sees no expansion: `$MASTER_PORT` in a single-quoted `bash -c` payload)
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
     dead_export = bool(launchers) and "MASTER_PORT" not in used and not _OTHER_READER.search(code) \
-        and not _MASTER_PORT_TEXT.search(code)
+        and not read_beyond_parse(script, "MASTER_PORT")
     for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None

@@ -42,7 +42,8 @@ Not reported where node 0's value does no harm:
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script, launcher_commands
+from validator.rules.base import (GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script, launcher_commands,
+                                  read_beyond_parse)
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -74,14 +75,6 @@ _PRINTS = {"echo", "printf"}
 # torch/distributed/rendezvous.py: `rank = int(_get_env_or_raise("RANK"))`)
 _READ_BY_RUNTIME = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
                     "RANK"}
-
-
-def _read_as_text(lines: list[str], name: str, parsed: dict) -> bool:
-    """`$NAME` on a line where the parse sees fewer expansions of it: inside a single-quoted `bash -c`
-    payload or a quoted heredoc, text a step's own shell expands (`parsed`: (line, name) -> count)."""
-    pattern = re.compile(r"\$\{?" + re.escape(name) + r"\b")
-    return any(not line.lstrip().startswith("#") and len(pattern.findall(line)) > parsed.get((number, name), 0)
-               for number, line in enumerate(lines, start=1))
 
 
 def _one_value(parsed, name: str) -> bool:
@@ -223,10 +216,6 @@ def check(target):
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d
     # (in the default profile only where the file shows a reader: the runtime, or a step's own text)
-    text_lines = parsed.lines
-    parsed_reads: dict = {}
-    for e in script.shell.expansions:
-        parsed_reads[(e.line, e.name)] = parsed_reads.get((e.line, e.name), 0) + 1
 
     # torchrun gives each worker its own RANK (the elastic agent's worker environment:
     # LocalElasticAgent._start_workers in torch/distributed/elastic/agent/server/local_elastic_agent.py),
@@ -234,7 +223,7 @@ def check(target):
     by_runtime = _READ_BY_RUNTIME - ({"RANK"} if next(launcher_commands(script.shell), None) else set())
 
     def reaches(name: str) -> bool:
-        return target.strict or name in by_runtime or _read_as_text(text_lines, name, parsed_reads)
+        return target.strict or name in by_runtime or read_beyond_parse(script, name)
     exported = set() if c10d else {a.name for a in script.shell.assignments if a.exported and a.name in holders
                                    and reaches(a.name)}
     # `export NODE_RANK=$SLURM_NODEID` read only as `--node_rank $NODE_RANK` beside --rdzv_backend=c10d
