@@ -13,7 +13,9 @@ variable is unset there, the default is the right count); a literal equal to wha
 runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --nproc-per-node 4`); a
 literal equal to the per-node count of another accelerator the job asks as a generic resource
 (--gres=dcu:4), for which no GPU variable is set; a literal in a job that asks zero GPUs
-(--gres=gpu:0, round sixty: CPU workers by design, SLURM_GPUS_ON_NODE would be no count of them).
+(--gres=gpu:0, round sixty: CPU workers by design, SLURM_GPUS_ON_NODE would be no count of them);
+a literal 1 in a job that asks no GPU count at all (round 111: one evaluation process; SLURM_GPUS_ON_NODE
+is then unset, set only by the GPU plugin for a step with GPUs, so the proposed fix would read nothing).
 """
 import re
 
@@ -106,6 +108,8 @@ def check(target):
             continue  # --gres=dcu:4 and --nproc-per-node=4: the job's own count of a device that is no 'gpu'
         if literal is not None and requested == 0 and per_step.get((command.line, command.col)) is None:
             continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
+        if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None:
+            continue  # one process in a job that asks no GPU count: no count for it to disagree with
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

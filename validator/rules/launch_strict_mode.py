@@ -149,7 +149,7 @@ def _risks(script):
         # command named --do_train, which bash cannot find (status 127): the job always fails, no
         # success hides the srun's status; SC2215 reports the broken line (round sixty)
         return
-    if _ends_in_syntax_error(after):
+    if _ends_in_syntax_error(after) or after and _name_never_found(after[-1]):
         return
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1
@@ -284,6 +284,17 @@ def check(target):
 # RAMSES jobs): its status becomes theirs (0). A bare `exit` after them exits with it. Not seff: round
 # fifty-one's `seff $"SLURM_JOBID"` fails on every run, so that job never ends COMPLETED.
 _TRAILERS = {"echo", "printf", "date", "hostname", "sleep", ":", "true", "sacct", "squeue", "sstat"}
+
+
+def _name_never_found(node) -> bool:
+    """The last statement is a quoted block run as a command (`'''` ... `'''` used as a Python-style
+    comment): its name holds a newline, which no file is called, so bash reports "command not found"
+    and the job ends with status 127 (bash(1), COMMAND EXECUTION); a failed run never ends COMPLETED.
+    SC2289 reports the block (round one hundred and eleven)."""
+    while node.type == "redirected_statement" and node.named_children:
+        node = node.named_children[0]
+    name = node.child_by_field_name("name") if node.type == "command" else None
+    return name is not None and name.text[:1] in (b"'", b'"') and b"\n" in name.text
 
 
 def _ends_in_syntax_error(after) -> bool:

@@ -9,7 +9,8 @@ lines; a placeholder in a value sbatch takes as any text (--mail-user, --job-nam
 stop the job and is not reported. A template engine's placeholders only ({{ x }}, {% %}, @[X], @X@):
 a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
 script is the one to validate). So are bare capitalised tokens where counts, sizes or times belong
-(`--nodes=NODES`, `--time=WTIME`), two or more in a file: a generator's sed fills them in. So are
+(`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
+(`--cpus-per-task=XX` in time_XX.sh): a generator's sed fills them in. So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
 (Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
@@ -111,7 +112,14 @@ _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*|[0-9])")
 _TOKEN = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
 
 
-def _generator_lines(parsed, assigned: set) -> set:
+def _named_in_file_name(token: str, file_name: str) -> bool:
+    """`time_XX.sh` holding `--cpus-per-task=XX`: the token is part of the template's own name, which
+    a generator replaces there too when it writes each job file (round one hundred and nine: `sed
+    "s/XX/$1/g" time_XX.sh > time_$1.sh`, then sbatch on the copy)."""
+    return re.search(r"(?<![A-Za-z0-9])" + re.escape(token) + r"(?![A-Za-z0-9])", file_name) is not None
+
+
+def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     """The directive lines a generator fills in, when the file is such a template: two or more count,
     size or time values that are bare capitalised tokens, or that hold two or more different
     generator tokens (then every directive line with a variable). A name the script assigns itself or
@@ -122,7 +130,10 @@ def _generator_lines(parsed, assigned: set) -> set:
     typed = [(option.line, option.col, name) for option in parsed.options if option.name in TYPES and option.value
              and "${" not in _TOKEN.sub("", option.value)  # every ${...} of the value is a plain token
              for name in (a or b for a, b in _TOKEN.findall(option.value))]
-    lines = bare if len(bare) >= 2 else set()
+    lines = bare if len(bare) >= 2 else {
+        option.line for option in parsed.options if option.name in TYPES and option.value
+        and re.fullmatch(r"[A-Z][A-Z0-9_]+", option.value) and not TYPES[option.name][0].fullmatch(option.value)
+        and _named_in_file_name(option.value, file_name)}
     tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
     if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
             {name for _, _, name in typed}):
@@ -133,7 +144,8 @@ def _generator_lines(parsed, assigned: set) -> set:
 def check(target):
     script = target.script
     parsed = script.parsed
-    tokens = _generator_lines(parsed, {a.name for a in script.shell.assignments})
+    tokens = _generator_lines(parsed, {a.name for a in script.shell.assignments},
+                              script.display.replace("\\", "/").rsplit("/", 1)[-1])
     # a person fills in <ACCOUNT> or YOUR_PROJECT; a tool fills in {{ nodes }} (template_lines)
     blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)
                 and not _engine_only(parsed, line)]
