@@ -278,7 +278,10 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # RELION's queue-submission templates: it replaces XXXmpinodesXXX, XXXqueueXXX, ...
                        # with the job's values before it calls sbatch (replacing[...] in
                        # src/pipeline_jobs.cpp, 3dem/relion 73f0a3c0)
-                       r"|XXX[a-z][a-z0-9_]{0,30}XXX|" + BRACKET_TOKEN.pattern
+                       r"|XXX[a-z][a-z0-9_]{0,30}XXX"
+                       # a benchmark driver's @@nodes@@, @@time@@: its Python replaces f"@@{k}@@" with each
+                       # run's value before it writes the job file (round one hundred and twelve)
+                       r"|@@[A-Za-z_][A-Za-z0-9_]{0,63}@@|" + BRACKET_TOKEN.pattern
                        # a form composer's lower-case field in brackets, the whole value of an option
                        # sbatch reads as a count, size, time or name of the cluster's, or a line of its
                        # own (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its

@@ -132,16 +132,41 @@ COMMENT_ONLY = "not UTF-8 in a comment only"
 
 
 def _only_in_comments(data: bytes) -> bool:
-    """Every byte that is not UTF-8 sits in a comment line (not '#!', not '#SBATCH'): a Latin-1
-    no-break space or accent in a note to the reader."""
+    """Every byte that is not UTF-8 sits in a comment line (not '#!'), or in a #SBATCH line after the
+    '#' that ends its options: a Latin-1 no-break space or accent in a note to the reader."""
     for raw in data.split(b"\n"):
         try:
             raw.decode("utf-8")
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as exc:
             line = raw.lstrip()
-            if not line.startswith(b"#") or line.startswith((b"#!", b"#SBATCH")):
+            if not line.startswith(b"#") or line.startswith(b"#!"):
+                return False
+            if line.startswith(b"#SBATCH") and not _in_directive_comment(raw, exc.start):
                 return False
     return True
+
+
+def _in_directive_comment(raw: bytes, offset: int) -> bool:
+    """The byte at `offset` of a #SBATCH line comes after an unquoted, unescaped '#' past the prefix:
+    sbatch's get_argument() takes the rest of the line as a comment there ("found an un-escaped #,
+    rest of line is a comment", src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1), and bash
+    reads the whole line as a comment (round one hundred and fourteen: Spanish notes in Latin-1 after
+    `#SBATCH --time=00:10:00   #Tiempo m\\xe1ximo`)."""
+    start = raw.index(b"#SBATCH") + len(b"#SBATCH")
+    quote, escaped = None, False
+    for position in range(start, offset):
+        byte = raw[position:position + 1]
+        if escaped:
+            escaped = False
+        elif byte == b"\\":
+            escaped = True
+        elif quote is not None:
+            quote = None if byte == quote else quote
+        elif byte in (b'"', b"'"):
+            quote = byte
+        elif byte == b"#":
+            return True
+    return False
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:
