@@ -83,6 +83,14 @@ def is_batch_script(script) -> bool:
     return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
 
 
+def is_submitter(script) -> bool:
+    """A file that runs sbatch itself and has no directive sbatch would read: a submitter run on the
+    login node (it writes jobs and submits them), not a job. Slurm sets no SLURM_ variable in its shell
+    and nobody gives it to sbatch (rounds one hundred and seventeen and nineteen: a radio-astronomy
+    pipeline's fragments and a Quantum ESPRESSO submitter)."""
+    return script is not None and not script.parsed.directives and bool(script.shell.named("sbatch"))
+
+
 def is_decimal(text: str | None) -> bool:
     """ASCII digits only: str.isdigit() also accepts '²' and '١', which int() and bash refuse."""
     return bool(text) and text.isascii() and text.isdigit()
@@ -351,7 +359,10 @@ def launcher_steps(shell):
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
 # Programs that do a job's work in the batch shell, without srun of their own
 WORK_PROGRAMS = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
-                                 "docker", "podman", "charmrun", "julia", "Rscript"}
+                                 "docker", "podman", "charmrun", "julia", "Rscript",
+                                 # a Spark application's driver: runs in the foreground in the default client
+                                 # deploy mode and exits with the application's status (round 119)
+                                 "spark-submit"}
 
 
 # Project functions that take a container image (and its arch) as arguments.
