@@ -84,11 +84,17 @@ def is_batch_script(script) -> bool:
 
 
 def is_submitter(script) -> bool:
-    """A file that runs sbatch itself and has no directive sbatch would read: a submitter run on the
-    login node (it writes jobs and submits them), not a job. Slurm sets no SLURM_ variable in its shell
-    and nobody gives it to sbatch (rounds one hundred and seventeen and nineteen: a radio-astronomy
-    pipeline's fragments and a Quantum ESPRESSO submitter)."""
-    return script is not None and not script.parsed.directives and bool(script.shell.named("sbatch"))
+    """A file that has no directive sbatch would read and runs sbatch itself or writes a job's text
+    (#SBATCH lines in a heredoc or a string over several lines): a submitter or a job generator run on
+    the login node, not a job. Slurm sets no SLURM_ variable in its shell and nobody gives it to sbatch
+    (rounds one hundred and seventeen and nineteen: a radio-astronomy pipeline's fragments that write
+    jobs with `cat > "$sbatchfile" <<EOF`, and a Quantum ESPRESSO submitter)."""
+    if script is None or script.parsed.directives:
+        return False
+    if script.shell.named("sbatch"):
+        return True
+    written = script.shell.text_lines() if script.parsed.ignored_directives else set()
+    return any(d.line in written for d in script.parsed.ignored_directives)
 
 
 def is_decimal(text: str | None) -> bool:
