@@ -83,6 +83,20 @@ def is_batch_script(script) -> bool:
     return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
 
 
+def is_submitter(script) -> bool:
+    """A file that has no directive sbatch would read and runs sbatch itself or writes a job's text
+    (#SBATCH lines in a heredoc or a string over several lines): a submitter or a job generator run on
+    the login node, not a job. Slurm sets no SLURM_ variable in its shell and nobody gives it to sbatch
+    (rounds one hundred and seventeen and nineteen: a radio-astronomy pipeline's fragments that write
+    jobs with `cat > "$sbatchfile" <<EOF`, and a Quantum ESPRESSO submitter)."""
+    if script is None or script.parsed.directives:
+        return False
+    if script.shell.named("sbatch"):
+        return True
+    written = script.shell.text_lines() if script.parsed.ignored_directives else set()
+    return any(d.line in written for d in script.parsed.ignored_directives)
+
+
 def is_decimal(text: str | None) -> bool:
     """ASCII digits only: str.isdigit() also accepts '²' and '١', which int() and bash refuse."""
     return bool(text) and text.isascii() and text.isdigit()
@@ -351,7 +365,10 @@ def launcher_steps(shell):
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
 # Programs that do a job's work in the batch shell, without srun of their own
 WORK_PROGRAMS = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
-                                 "docker", "podman", "charmrun", "julia", "Rscript"}
+                                 "docker", "podman", "charmrun", "julia", "Rscript",
+                                 # a Spark application's driver: runs in the foreground in the default client
+                                 # deploy mode and exits with the application's status (round 119)
+                                 "spark-submit"}
 
 
 # Project functions that take a container image (and its arch) as arguments.

@@ -139,9 +139,15 @@ def check(target):
     # agents are each their own job: copies on purpose)
     if any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None and not launcher.has_flag("--standalone")
            and not _one_worker(launcher) for srun, launcher in launcher_steps(script.shell)):
+        # `--ntasks=N` wins over --ntasks-per-node, which is then only a maximum ("the --ntasks option
+        # will take precedence and the --ntasks-per-node will be treated as a maximum count of tasks per
+        # node", sbatch.1 at slurm-22-05-0-1 and slurm-26-05-1-1): --ntasks=1 is one agent in all
+        # (round one hundred and eighteen)
+        total = [as_int(o.value) for o in script.parsed.get("ntasks")]
+        one_task = bool(total) and total[-1] == 1
         for option in script.parsed.get("ntasks-per-node"):
             per_node = as_int(option.value)
-            if per_node is not None and per_node > 1:
+            if per_node is not None and per_node > 1 and not one_task:
                 yield (script.display, option.line, option.col,
                        f"--ntasks-per-node={per_node} with srun torchrun: srun starts {per_node} torchrun agents on "
                        "each node, each fanning out to every GPU; use --ntasks-per-node=1")

@@ -16,12 +16,14 @@ slurm-26-05-1-1): not reported. A name is set when the
 script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
 0.85 or more. NAME_HET_GROUP_<n> of a known NAME is set in a heterogeneous job (src/common/env.c,
-slurm-26-05-3-1).
+slurm-26-05-3-1). In a submitter (a file that runs sbatch and has no directive sbatch reads) Slurm sets
+no variable at all: a SLURM_ name there is the pipeline's own setting, left to the near-miss check.
 """
 import difflib
 import re
 from functools import lru_cache
 
+from validator.rules.base import is_submitter
 from validator.sbatch import DATA
 
 ID = "launch-unset-variable"
@@ -99,8 +101,23 @@ def _one_deletion(name: str):
 
 
 def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
-    candidates = sorted({found for key in _one_deletion(name) for found in index.get(key, ())})
+    candidates = sorted(found for found in {found for key in _one_deletion(name) for found in index.get(key, ())}
+                        if _one_edit(name, found))
     return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """One letter added, dropped or changed, or two neighbours swapped. Two names that share a key of
+    the index may be two edits apart (DO_SPLIT and ID_SPLIT each drop to D_SPLIT: round one hundred
+    and seventeen's pipeline switch against a job id)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    if len(a) != len(b):
+        short, long_ = sorted((a, b), key=len)
+        return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                              and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
 
 
 # In a heterogeneous job slurmctld also sets every component's value as NAME_HET_GROUP_<n>
@@ -138,6 +155,8 @@ def check(target):
     index = _one_edit_index(set_here)
     known = slurm_variables()
     reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself
+    # a submitter's shell runs outside any job: a SLURM_ name there is its own setting, not Slurm's
+    submitter = is_submitter(target.script)
     for expansion in shell.expansions:
         name = expansion.name
         if name in set_here or name in reported or name in _SHELL_SETS or not name.isidentifier():
@@ -146,7 +165,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         if _SLURM.match(name):
-            if name in known or name in _SITE or _HET_GROUP.sub("", name) in known:
+            if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter:
                 continue
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
             hint = f"; did you mean {close[0]}?" if close else ""

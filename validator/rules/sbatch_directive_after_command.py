@@ -10,13 +10,16 @@ script's set-up comes before it (set -ex, module load, mkdir -p logs, eval "$(co
 sourcing ~/.bashrc in an `if`: the header the author meant, cut by one early command; rounds one and
 nine, judged true). After the job's work (a loop, a program run) the #SBATCH lines are a list kept for reference or a job quoted in notes, not this
 job's settings (round thirty-eight: an options glossary below the training loop; round seventeen: a
-debugging notes file; every round: 7 true of 136 judged).
+debugging notes file; every round: 7 true of 136 judged). Nor, there, in a submitter: a file that runs
+sbatch itself and has no directive sbatch would read (round one hundred and nineteen: a Quantum
+ESPRESSO submitter whose functions write a job with `cat << EOF` and sbatch it, with stray #SBATCH lines
+between the functions): nobody submits it, so its #SBATCH lines are no job's header.
 """
 import io
 import re
 import tokenize
 
-from validator.rules.base import in_function
+from validator.rules.base import in_function, is_submitter
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
 SCOPE = "script"
@@ -32,6 +35,8 @@ def check(target):
     inside = target.script.shell.text_lines() if parsed.ignored_directives else set()
     if parsed.ignored_directives and (target.script.interpreter or "").startswith("python"):
         inside |= _python_string_lines("\n".join(parsed.lines))
+    if not target.strict and is_submitter(target.script):
+        return  # a submitter run on the login node: it submits the jobs it writes, not itself
     work = None if target.strict else _first_work_line(target.script.shell)
     for directive in parsed.ignored_directives:
         if directive.line in inside or (work is not None and work < directive.line):

@@ -4,6 +4,11 @@ Premise: in an #SBATCH line an unquoted '#' ends the arguments and quotes group 
 in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1). Holds for: 22.05-26.05.
 A '#' glued to the value but followed by a blank starts a comment the author meant
 (`--account=proj# billing`): sbatch keeps the value written, not reported.
+Only the lines sbatch reads: _opt_batch_script() stops at the first line that is not a comment ("Stop
+parsing script if not a comment", src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1), so a
+cut or an open quote in a #SBATCH line below it changes nothing (round one hundred and seventeen: the
+`#SBATCH --time=${time}"` lines of a wrapper's shell string that builds a job); sbatch-directive-after-command
+reports such lines where they are directives.
 """
 ID = "sbatch-value-cut"
 SEVERITY = "error"
@@ -14,7 +19,7 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --comment=im
 
 
 def check(target):
-    for directive in target.script.parsed.directives + target.script.parsed.ignored_directives:
+    for directive in target.script.parsed.directives:  # what sbatch reads: above the first command
         if directive.unterminated_quote:
             yield (target.script.display, directive.line, 1, "quote left open in #SBATCH line")
         if directive.cut_at is None:
