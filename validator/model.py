@@ -24,6 +24,9 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
+# A here-document's start at the end of a line (`cat > $1.sh <<%EOF%`, `<<-'EOF'`): the lines after it
+# are text the shell code writes, not a job quoted in notes.
+_HEREDOC_OPENS = re.compile(r"<<-?\s*(['\"]?)[%\w.@-]+\1\s*$")
 # A word of prose ("program,", "individually."; "C++" is none); a list item's marker ("1)", "-", "*").
 _PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*[,.:;!?]?")
 _LIST_MARKER = re.compile(r"([0-9]{1,2}[.)]|[-*])")
@@ -111,14 +114,17 @@ class Script:
         text = self.source.text or ""
         if text.startswith("#!"):
             return 1
+        lines = text.split("\n")  # as sbatch's parser numbers them
         found = _LATER_SHEBANG.search(text)
         if found is not None and "\n#SBATCH" in text[found.start():]:
-            return text.count("\n", 0, found.start()) + 1
-        lines = text.split("\n")  # as sbatch's parser numbers them
+            start = text.count("\n", 0, found.start())
+            # a job that shell code writes with a here-document (a generator run with bash, round one
+            # hundred and twenty-five: `make_run_file() { cat > $1.sh <<%EOF%`): the file is the code
+            return 1 if start > 0 and _HEREDOC_OPENS.search(lines[start - 1]) else start + 1
         first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), 0)
         while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
             first -= 1
-        return first + 1
+        return 1 if first > 0 and _HEREDOC_OPENS.search(lines[first - 1]) else first + 1
 
     @cached_property
     def text(self) -> str:

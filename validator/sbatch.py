@@ -301,8 +301,9 @@ TEMPLATE = _TEMPLATE
 # `-N ##Nodes##`: a driver's sed fills the token in before sbatch reads the file (round twenty-four: an
 # RCCL test's run1 script seds ##Nodes## in run2). Its first '#' would cut sbatch's value, so it is a
 # placeholder only where it stands as an option's value (placeholder() below); `##TODO##` after a
-# value is a comment.
-HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##")
+# value is a comment. So is `#####_np`, a run of '#' and a name (round one hundred and twenty-six: a
+# SAM driver's `sed "s;#####_np;${np};g"` writes run.slurm from run_orig.slrm).
+HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##|#{3,}_[A-Za-z][A-Za-z0-9_]{0,62}")
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
                          r"|(?<![A-Za-z0-9.])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")

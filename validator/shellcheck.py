@@ -99,6 +99,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule in ("SC1072", "SC1073") and _trailing_backslash(finding, script):
         return False
+    if finding.rule == "SC1143" and _only_comments_after(finding, script):
+        return False
     if finding.rule == "SC2145" and _in_echo(finding, script):
         return False
     if finding.rule == "SC2283" and _literal_equals(finding, script):
@@ -180,6 +182,17 @@ def _trailing_backslash(finding: Finding, script) -> bool:
     if not lines or not _text(script).endswith(("\\", "\\\n")):
         return False
     return finding.line >= len(lines) - 1
+
+
+def _only_comments_after(finding: Finding, script) -> bool:
+    """SC1143 (a backslash at the end of a comment continues nothing) where only comments and blank
+    lines follow to the end of the file: the command above ended where the author meant (its last
+    options commented out, `# --dists \\`) and no later line runs as a command of its own (round one
+    hundred and twenty: four accelerate launches ending in commented-out flags)."""
+    lines = _lines(script)
+    if not 0 < finding.line <= len(lines):
+        return False
+    return all(not line.strip() or line.lstrip().startswith("#") for line in lines[finding.line - 1:])
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:

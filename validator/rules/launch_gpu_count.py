@@ -14,6 +14,8 @@ runs the launcher asks for its node (`srun --nodes=1 --gres=gpu:4 torchrun --npr
 literal equal to the per-node count of another accelerator the job asks as a generic resource
 (--gres=dcu:4), for which no GPU variable is set; a literal in a job that asks zero GPUs
 (--gres=gpu:0, round sixty: CPU workers by design, SLURM_GPUS_ON_NODE would be no count of them);
+a literal equal to an even split of the job's --gpus total over its --nodes (--gpus=8 --nodes=2 and
+--nproc-per-node=4: the author's statement of the nodes' size, round one hundred and twenty-six);
 a literal 1 in a job that asks no GPU count at all (round 111: one evaluation process; SLURM_GPUS_ON_NODE
 is then unset, set only by the GPU plugin for a step with GPUs, so the proposed fix would read nothing).
 """
@@ -76,6 +78,16 @@ def _other_accelerators(parsed) -> set:
     return counts
 
 
+def _even_share(parsed):
+    """The GPUs a node gets when the job's --gpus total splits evenly over its --nodes (--gpus=a100:8
+    --nodes=2: 4), else None. Slurm places a job total where the GPUs are, so the split is the author's
+    statement of their nodes' size, as a per-node request is (round one hundred and twenty-six:
+    Flatiron's 4-GPU A100 nodes)."""
+    total = as_int((parsed.value("gpus") or "").rsplit(":", 1)[-1])
+    nodes = as_int(parsed.value("nodes"))
+    return total // nodes if total and nodes and nodes > 1 and total % nodes == 0 else None
+
+
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
@@ -110,6 +122,8 @@ def check(target):
             continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
         if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None:
             continue  # one process in a job that asks no GPU count: no count for it to disagree with
+        if literal is not None and requested is None and literal == _even_share(parsed):
+            continue  # --gpus=8 over --nodes=2 and --nproc-per-node=4: the job's GPUs split evenly
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

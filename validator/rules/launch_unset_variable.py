@@ -12,7 +12,8 @@ VARIABLES", at slurm-22-05-0-1 and slurm-26-05-1-1), so an unset one (SRUN_ARGS,
 Slurm's. SLURM_TMPDIR is set for every job by the TaskProlog of the Digital Research Alliance of
 Canada's and Mila's clusters (a site variable, not Slurm's: a TaskProlog that prints "export
 NAME=value" adds NAME to the task's environment, _proc_stdout in src/slurmd/slurmstepd/task.c at
-slurm-26-05-1-1): not reported. A name is set when the
+slurm-26-05-1-1): not reported; nor SLURM_SCRATCH, the node-local scratch folder that CU Boulder's Alpine
+and Pitt CRC give each job. A name is set when the
 script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
 0.85 or more. NAME_HET_GROUP_<n> of a known NAME is set in a heterogeneous job (src/common/env.c,
@@ -38,7 +39,10 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -eo pipefail\nNN
 
 _SLURM = re.compile(r"^SLURMD?_")
 # set by sites' job prologs for every job, not by Slurm
-_SITE = frozenset({"SLURM_TMPDIR"})
+# SLURM_SCRATCH: the job's node-local scratch folder on CU Boulder's Alpine (its Research Computing
+# documentation: "This job specific directory is available within jobs as `$SLURM_SCRATCH`") and
+# on Pitt CRC's clusters (round one hundred and twenty-three)
+_SITE = frozenset({"SLURM_TMPDIR", "SLURM_SCRATCH"})
 
 
 @lru_cache(maxsize=1)

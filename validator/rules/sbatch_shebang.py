@@ -7,8 +7,12 @@ interpreter its '#!' line names, and a POSIX sh script runs as written there (ba
 #!/bin/sh are shellcheck's SC3xxx). Bash is our presets' policy: that finding is reported in the
 strict profile only (presets, --strict). A file whose '#!' comes after text other than blank lines
 and comments (notes, a README, a record's header) quotes a job script: not reported; so is a text
-with no '#!' at all whose #SBATCH lines come after prose (a README's lines to paste, a report).
+with no '#!' at all whose #SBATCH lines come after prose (a README's lines to paste, a report); nor a
+submitter or job generator with no '#!' (base.is_submitter: it runs sbatch or writes a job's #SBATCH lines
+with a here-document, and has no directive sbatch would read): it is run with bash, not given to sbatch
+(round one hundred and twenty-five: `make_run_file() { cat > $1.sh <<%EOF%` ... `sbatch ${name}.sh`).
 """
+from validator.rules.base import is_submitter
 ID = "sbatch-shebang"
 SEVERITY = "error"
 SCOPE = "script"
@@ -43,7 +47,7 @@ def check(target):
             yield (script.display, 1, 1, f"no '#!' on line 1 (the job script's '#!' is on line {script.embedded_from}): "
                    "sbatch refuses the file as it is; the '#!' line must come first")
     elif not first.startswith("#!"):
-        if not script.quotes_job_text:
+        if not script.quotes_job_text and not is_submitter(script):
             yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
     elif "bash" not in first and target.strict:
         yield (script.display, 1, 1, f"interpreter '{first[2:].strip()}' is not bash; presets are bash scripts")

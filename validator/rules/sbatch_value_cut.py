@@ -10,6 +10,8 @@ cut or an open quote in a #SBATCH line below it changes nothing (round one hundr
 `#SBATCH --time=${time}"` lines of a wrapper's shell string that builds a job); sbatch-directive-after-command
 reports such lines where they are directives.
 """
+from validator.sbatch import hash_token
+
 ID = "sbatch-value-cut"
 SEVERITY = "error"
 SCOPE = "script"
@@ -22,8 +24,8 @@ def check(target):
     for directive in target.script.parsed.directives:  # what sbatch reads: above the first command
         if directive.unterminated_quote:
             yield (target.script.display, directive.line, 1, "quote left open in #SBATCH line")
-        if directive.cut_at is None:
-            continue
+        if directive.cut_at is None or hash_token(directive) is not None:
+            continue  # `--nodes=##Nodes##`: a driver's token where the value begins, filled before sbatch
         before = directive.text[directive.cut_at - 2] if directive.cut_at >= 2 else " "
         after = directive.text[directive.cut_at] if directive.cut_at < len(directive.text) else " "
         # `--account=proj_17# billing account`: a comment glued to the value; the value sbatch keeps

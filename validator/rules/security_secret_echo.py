@@ -6,7 +6,12 @@ every Slurm release (no Slurm behaviour involved). Only what reaches the job's s
 (`echo "$TOKEN" | docker login --password-stdin`), redirected to a file, captured by `$( )`, or
 inside a function whose every call is captured by `$( )` (a function returning the token) prints
 nothing into the log. A pipe into tee, or a redirection to the terminal's streams, still does.
+A "token" the script builds only from what is no secret (`jupyter_token=${USER}_${jupyter_port}`:
+the user's name and a port the same echo prints) guards nothing and is not reported (round one hundred
+and twenty-one: three Jupyter launchers that print their URL for the user to open).
 """
+import re
+
 from validator.secrets import is_secret
 ID = "security-secret-echo"
 SEVERITY = "error"
@@ -61,11 +66,35 @@ def _captured(node, shell, depth: int = 0) -> bool:
     return False
 
 
+_PUBLIC = {"USER", "LOGNAME", "HOSTNAME", "HOME", "RANDOM", "PWD"}
+_EXPANDED = re.compile(r"\$\{?(\w+)")
+
+
+def _built_from_public(shell, name: str) -> bool:
+    """Every value the script gives NAME is made of expansions of names that are no secret (the
+    user's name, a SLURM_ value, a variable of the script's own with a plain name) and literal glue,
+    with at least one expansion and no command substitution (`$(openssl rand ...)` makes a secret)."""
+    assignments = shell.assigned(name)
+    if not assignments:
+        return False
+    for assignment in assignments:
+        raw = assignment.raw.split("=", 1)[-1]
+        names = _EXPANDED.findall(raw)
+        if not names or "$(" in raw or "`" in raw:
+            return False
+        for used in names:
+            if used.isdigit() or is_secret(used) or not (used in _PUBLIC or used.startswith("SLURM_")
+                                                          or shell.assigned(used)):
+                return False
+    return True
+
+
 def check(target):
     import bisect
 
-    secrets = sorted(((e.node.start_byte, i, e) for i, e in enumerate(target.script.shell.expansions)
-                      if is_secret(e.name)), key=lambda t: t[:2])
+    shell = target.script.shell
+    secrets = sorted(((e.node.start_byte, i, e) for i, e in enumerate(shell.expansions)
+                      if is_secret(e.name) and not _built_from_public(shell, e.name)), key=lambda t: t[:2])
     starts = [s for s, _, _ in secrets]
     for command in target.script.shell.named("echo", "printf"):
         start, end = command.node.start_byte, command.node.end_byte
