@@ -8,7 +8,9 @@ Only the lines sbatch reads: _opt_batch_script() stops at the first line that is
 parsing script if not a comment", src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1), so a
 cut or an open quote in a #SBATCH line below it changes nothing (round one hundred and seventeen: the
 `#SBATCH --time=${time}"` lines of a wrapper's shell string that builds a job); sbatch-directive-after-command
-reports such lines where they are directives.
+reports such lines where they are directives. A run of two or more '#' in a value (`--job-name=TCR_##_npt2`,
+`--output=TCR_##-npt2.out`) is a generator's fill-in mark that its sed replaces before sbatch reads the
+file: not reported (round one hundred and thirty).
 """
 from validator.sbatch import hash_token
 
@@ -30,6 +32,10 @@ def check(target):
         after = directive.text[directive.cut_at] if directive.cut_at < len(directive.text) else " "
         # `--account=proj_17# billing account`: a comment glued to the value; the value sbatch keeps
         # is the one meant (round eighteen). `image=nvcr.io#nvidia/pytorch`: the value goes on.
+        # `--job-name=TCR_##_npt2`: a run of '#' inside a value is a generator's fill-in mark (round one
+        # hundred and thirty: a NAMD generator's sed writes the prefix there), not a value cut by mistake
+        if after == "#":
+            continue
         if not before.isspace() and not after.isspace():
             yield (target.script.display, directive.line, directive.cut_at,
                    "unescaped '#' ends the directive here and drops the rest of the value; write '\\#'")
