@@ -26,7 +26,7 @@ _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
 # A here-document's start at the end of a line (`cat > $1.sh <<%EOF%`, `<<-'EOF'`): the lines after it
 # are text the shell code writes, not a job quoted in notes.
-_HEREDOC_OPENS = re.compile(r"<<-?\s*(['\"]?)[%\w.@-]+\1\s*$")
+_HEREDOC_OPENS = re.compile(r"(?<!<)<<-?\s*(['\"]?)[%\w.@-]+\1\s*$")
 # A word of prose ("program,", "individually."; "C++" is none); a list item's marker ("1)", "-", "*").
 _PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*[,.:;!?]?")
 _LIST_MARKER = re.compile(r"([0-9]{1,2}[.)]|[-*])")
@@ -60,6 +60,12 @@ POSIX_SHELLS = frozenset({"sh", "bash", "dash", "ksh", "ksh93", "mksh", "ash", "
 # shellcheck, which reads them as bash, reports their syntax as errors; their simple commands
 # (`srun -n 8 ./a.out`) read the same, so the rules about steps still apply.
 OTHER_SHELLS = frozenset({"csh", "tcsh", "zsh", "fish"})
+
+
+def _prose_above(lines: list[str]) -> bool:
+    """Prose, a Markdown fence or a rule above a quoted job: a text (notes that quote `sbatch <<EOF`),
+    not shell code that writes a job."""
+    return any(is_prose(line) or _QUOTATION_END.match(line) for line in lines)
 
 
 def interpreter(first_line: str) -> str | None:
@@ -120,11 +126,13 @@ class Script:
             start = text.count("\n", 0, found.start())
             # a job that shell code writes with a here-document (a generator run with bash, round one
             # hundred and twenty-five: `make_run_file() { cat > $1.sh <<%EOF%`): the file is the code
-            return 1 if start > 0 and _HEREDOC_OPENS.search(lines[start - 1]) else start + 1
+            return 1 if start > 0 and _HEREDOC_OPENS.search(lines[start - 1]) and not _prose_above(lines[:start]) \
+                else start + 1
         first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), 0)
         while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
             first -= 1
-        return 1 if first > 0 and _HEREDOC_OPENS.search(lines[first - 1]) else first + 1
+        return 1 if first > 0 and _HEREDOC_OPENS.search(lines[first - 1]) and not _prose_above(lines[:first]) \
+            else first + 1
 
     @cached_property
     def text(self) -> str:

@@ -91,6 +91,10 @@ def is_submitter(script) -> bool:
     jobs with `cat > "$sbatchfile" <<EOF`, and a Quantum ESPRESSO submitter)."""
     if script is None or script.parsed.directives:
         return False
+    # a job that cut its own header (`module load` above the #SBATCH lines) and resubmits itself
+    # (`sbatch "$0"`) runs job work of its own: a job, not a submitter
+    if script.shell.named("srun") or any(c.name.rsplit("/", 1)[-1] in WORK_PROGRAMS for c in script.shell.commands):
+        return False
     if script.shell.named("sbatch"):
         return True
     written = script.shell.text_lines() if script.parsed.ignored_directives else set()

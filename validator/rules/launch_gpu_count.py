@@ -78,6 +78,15 @@ def _other_accelerators(parsed) -> set:
     return counts
 
 
+def _asks_gpus(parsed) -> bool:
+    """The job asks GPUs in any form: --gpus, --gpus-per-node, --gpus-per-task or a gpu item of --gres
+    (a --gpus total over several nodes has no per-node count, but it is a GPU request)."""
+    if parsed.get("gpus") or parsed.get("gpus-per-node") or parsed.get("gpus-per-task"):
+        return True
+    return any(item.split(":")[0].split("/")[-1] == "gpu" for option in parsed.get("gres")
+               for item in (option.value or "").split(","))
+
+
 def _even_share(parsed):
     """The GPUs a node gets when the job's --gpus total splits evenly over its --nodes (--gpus=a100:8
     --nodes=2: 4), else None. Slurm places a job total where the GPUs are, so the split is the author's
@@ -120,8 +129,9 @@ def check(target):
             continue  # --gres=dcu:4 and --nproc-per-node=4: the job's own count of a device that is no 'gpu'
         if literal is not None and requested == 0 and per_step.get((command.line, command.col)) is None:
             continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
-        if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None:
-            continue  # one process in a job that asks no GPU count: no count for it to disagree with
+        if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None \
+                and not _asks_gpus(parsed):
+            continue  # one process in a job that asks no GPU at all: no count for it to disagree with
         if literal is not None and requested is None and literal == _even_share(parsed):
             continue  # --gpus=8 over --nodes=2 and --nproc-per-node=4: the job's GPUs split evenly
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:

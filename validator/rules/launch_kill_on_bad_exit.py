@@ -562,9 +562,9 @@ def _independent(shell, command) -> bool:
 
 # Signs anywhere in a job script that its steps run one program of many processes: a rendezvous or
 # process group, a collective library, a distributed framework, MPI, a training.
-_DISTRIBUTED_HINT = re.compile(r"(?i)MASTER_(ADDR|PORT)|WORLD_SIZE|NODE_?RANK|NCCL|RCCL|\bgloo\b|rdzv|torch|ddp|fsdp"
-                               r"|deepspeed|horovod|accelerate|lightning|\bjax\b|megatron|nemo|train"
-                               r"|(open|intel|cray-|\b)mpi|mpi(run|exec|ch|4py|_)|\bpmi|\bucx")
+_DISTRIBUTED_HINT = re.compile(r"(?i)MASTER_(ADDR|PORT)|WORLD_SIZE|NODE_?RANK|NCCL|RCCL|\bgloo\b|rdzv|torch"
+                               r"|(\b|_)(ddp|fsdp|nemo)(\b|_)|deepspeed|horovod|accelerate|lightning|\bjax\b|megatron"
+                               r"|(\b|_|pre)train|(open|intel|cray-|\b)mpi|mpi(run|exec|ch|4py|_)|\bpmi|\bucx")
 
 
 def _opaque_script(shell, command) -> bool:
@@ -724,7 +724,7 @@ def check(target):
     # SLURM_KILL_BAD_EXIT=1 in the environment is srun's --kill-on-bad-exit=1 for every step
     if any(a.name == "SLURM_KILL_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
         return
-    text = "\n".join(lines)
+    hinted = _DISTRIBUTED_HINT.search("\n".join(lines)) is not None  # once per file: linear
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
@@ -734,7 +734,7 @@ def check(target):
         if component is not None and _one_task(shell, component, own, target.strict) \
                 or _templated_program(command) or _cut_by_comment(shell, command, lines) or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
-                or (not target.strict and _opaque_script(shell, command) and not _DISTRIBUTED_HINT.search(text)):
+                or (not target.strict and not hinted and _opaque_script(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,
                "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")

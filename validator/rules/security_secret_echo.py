@@ -70,31 +70,54 @@ _PUBLIC = {"USER", "LOGNAME", "HOSTNAME", "HOME", "RANDOM", "PWD"}
 _EXPANDED = re.compile(r"\$\{?(\w+)")
 
 
-def _built_from_public(shell, name: str) -> bool:
-    """Every value the script gives NAME is made of expansions of names that are no secret (the
-    user's name, a SLURM_ value, a variable of the script's own with a plain name) and literal glue,
-    with at least one expansion and no command substitution (`$(openssl rand ...)` makes a secret)."""
+def _built_from_public(shell, name: str, seen: dict, depth: int = 0) -> bool:
+    """Every value the script gives NAME is made of expansions of public names and literal glue, with
+    at least one expansion and no command substitution (`$(openssl rand ...)` makes a secret). A
+    public name is the user's, a SLURM_ value, or a variable of the script's own whose every value is
+    itself public or a plain literal with no command substitution (`port=$((RANDOM % 1000 + 50000))`),
+    followed through other variables (`rand=$(openssl rand -hex 24)`, `token=${rand}` stays secret).
+    Memoised per name (`seen`): linear in the script."""
+    if name in seen:
+        return seen[name]
+    seen[name] = False  # a cycle, or too deep: not shown public
     assignments = shell.assigned(name)
-    if not assignments:
-        return False
-    for assignment in assignments:
+    ok = bool(assignments) and depth < 8
+    for assignment in assignments if ok else ():
         raw = assignment.raw.split("=", 1)[-1]
         names = _EXPANDED.findall(raw)
-        if not names or "$(" in raw or "`" in raw:
-            return False
+        if not names or "$(" in raw.replace("$((", "") or "`" in raw:
+            ok = False
+            break
         for used in names:
-            if used.isdigit() or is_secret(used) or not (used in _PUBLIC or used.startswith("SLURM_")
-                                                          or shell.assigned(used)):
-                return False
-    return True
+            if used.isdigit() or is_secret(used):
+                ok = False
+            elif used not in _PUBLIC and not used.startswith("SLURM_"):
+                ok = _plain_or_public(shell, used, seen, depth + 1)
+            if not ok:
+                break
+        if not ok:
+            break
+    seen[name] = ok
+    return ok
+
+
+def _plain_or_public(shell, name: str, seen: dict, depth: int) -> bool:
+    """A variable of the script's own that holds nothing secret: every value a literal or arithmetic
+    without command substitution, or itself built from public names."""
+    assignments = shell.assigned(name)
+    if assignments and all("$" not in a.raw.split("=", 1)[-1].replace("$((", "", 1) and "`" not in a.raw
+                           for a in assignments):
+        return True
+    return _built_from_public(shell, name, seen, depth)
 
 
 def check(target):
     import bisect
 
     shell = target.script.shell
+    seen: dict = {}
     secrets = sorted(((e.node.start_byte, i, e) for i, e in enumerate(shell.expansions)
-                      if is_secret(e.name) and not _built_from_public(shell, e.name)), key=lambda t: t[:2])
+                      if is_secret(e.name) and not _built_from_public(shell, e.name, seen)), key=lambda t: t[:2])
     starts = [s for s, _, _ in secrets]
     for command in target.script.shell.named("echo", "printf"):
         start, end = command.node.start_byte, command.node.end_byte
