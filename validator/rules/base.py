@@ -384,8 +384,10 @@ MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich",
 # Programs that do a job's work in the batch shell, without srun of their own
 WORK_PROGRAMS = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
                                  "docker", "podman", "charmrun", "julia", "Rscript",
-                                 # a Spark application's driver: runs in the foreground in the default client
-                                 # deploy mode and exits with the application's status (round 119)
+                                 # a Spark application's driver: --deploy-mode defaults to client, where "the
+                                 # driver is launched directly within the spark-submit process" (apache/spark
+                                 # docs/submitting-applications.md, since PR 1200 of Spark 1.0.1): the job's
+                                 # work in the foreground (round 119)
                                  "spark-submit"}
 
 
