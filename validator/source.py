@@ -147,26 +147,17 @@ def _only_in_comments(data: bytes) -> bool:
 
 
 def _in_directive_comment(raw: bytes, offset: int) -> bool:
-    """The byte at `offset` of a #SBATCH line comes after an unquoted, unescaped '#' past the prefix:
-    sbatch's get_argument() takes the rest of the line as a comment there ("found an un-escaped #,
-    rest of line is a comment", src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1), and bash
+    """The byte at `offset` of a #SBATCH line comes after the unquoted, unescaped '#' that ends its
+    options: sbatch's get_argument() takes the rest of the line as a comment there ("found an un-escaped
+    #, rest of line is a comment", src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1), and bash
     reads the whole line as a comment (round one hundred and fourteen: Spanish notes in Latin-1 after
-    `#SBATCH --time=00:10:00   #Tiempo m\\xe1ximo`)."""
-    start = raw.index(b"#SBATCH") + len(b"#SBATCH")
-    quote, escaped = None, False
-    for position in range(start, offset):
-        byte = raw[position:position + 1]
-        if escaped:
-            escaped = False
-        elif byte == b"\\":
-            escaped = True
-        elif quote is not None:
-            quote = None if byte == quote else quote
-        elif byte in (b'"', b"'"):
-            quote = byte
-        elif byte == b"#":
-            return True
-    return False
+    `#SBATCH --time=00:10:00   #Tiempo m\\xe1ximo`). The line is split by sbatch.split_arguments, the
+    parser's own reading of get_argument, over a Latin-1 decoding (one character a byte)."""
+    from validator.sbatch import MAGIC, split_arguments  # the directive parser; imported here, at its use
+    line = raw.decode("latin-1")
+    start = line.index(MAGIC) + len(MAGIC)
+    _, cut, _ = split_arguments(line[start:], start)
+    return cut is not None and cut - 1 < offset
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:

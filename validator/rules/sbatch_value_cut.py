@@ -12,8 +12,6 @@ reports such lines where they are directives. A run of two or more '#' in a valu
 `--output=TCR_##-npt2.out`) is a generator's fill-in mark that its sed replaces before sbatch reads the
 file: not reported (round one hundred and thirty).
 """
-from validator.sbatch import hash_token
-
 ID = "sbatch-value-cut"
 SEVERITY = "error"
 SCOPE = "script"
@@ -26,14 +24,15 @@ def check(target):
     for directive in target.script.parsed.directives:  # what sbatch reads: above the first command
         if directive.unterminated_quote:
             yield (target.script.display, directive.line, 1, "quote left open in #SBATCH line")
-        if directive.cut_at is None or hash_token(directive) is not None:
-            continue  # `--nodes=##Nodes##`: a driver's token where the value begins, filled before sbatch
+        if directive.cut_at is None:
+            continue
         before = directive.text[directive.cut_at - 2] if directive.cut_at >= 2 else " "
         after = directive.text[directive.cut_at] if directive.cut_at < len(directive.text) else " "
         # `--account=proj_17# billing account`: a comment glued to the value; the value sbatch keeps
         # is the one meant (round eighteen). `image=nvcr.io#nvidia/pytorch`: the value goes on.
-        # `--job-name=TCR_##_npt2`: a run of '#' inside a value is a generator's fill-in mark (round one
-        # hundred and thirty: a NAMD generator's sed writes the prefix there), not a value cut by mistake
+        # A run of '#' is a generator's fill-in mark that its sed replaces before sbatch reads the file
+        # (`--nodes=##Nodes##`, `--ntasks=#####_np`, round one hundred and thirty's `--job-name=TCR_##_npt2`),
+        # not a value cut by mistake.
         if after == "#":
             continue
         if not before.isspace() and not after.isspace():
