@@ -157,9 +157,10 @@ def _literal_port(value):
 
 def _elastic(command, shell) -> bool:
     """torchrun with a rendezvous backend other than static (c10d, etcd), also given through an array
-    (`torchrun ${DISTRIBUTED_ARGS[@]}`): its --master-port is never read ("master_port is only used
-    for the static rendezvous backend, not c10d": get_rdzv_endpoint() in torch/distributed/run.py,
-    torch 2.13.0; round thirty-two: --master_port beside a c10d endpoint)."""
+    (`torchrun ${DISTRIBUTED_ARGS[@]}`): its --master-port is never read (get_rdzv_endpoint() builds
+    master_addr:master_port only for rdzv_backend "static", and run() notes "master_port is only used
+    for the static rendezvous backend, not c10d": torch/distributed/run.py at torch 2.13.0; round
+    thirty-two: --master_port beside a c10d endpoint)."""
     backend = srun_option(shell, command, "--rdzv-backend", "--rdzv_backend")
     return backend is not None and backend.value not in (None, "", "static")
 
@@ -199,7 +200,8 @@ def _findings(script):
     # unexported MASTER_PORT=29500 echoed beside torchrun's own --master_port)
     used = {e.name for e in shell.expansions if not _logged(e.node)}
     # exported but read by nothing when torchrun is the only launcher: torchrun takes its port from
-    # --master-port or PET_MASTER_PORT (argparse_util.env: "Get argument values from PET_{dest}"),
+    # --master-port or PET_MASTER_PORT (env() in torch/distributed/argparse_util.py at torch 2.13.0:
+    # "Get argument values from PET_{dest}"),
     # default 29500, and sets each worker's MASTER_PORT itself (round ninety-seven)
     # (read also where the parse sees no expansion: `$MASTER_PORT` in a single-quoted `bash -c` payload)
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))

@@ -7,7 +7,7 @@ Not reported where node 0's value does no harm:
 - a one-node job (--nodes=1) of one task per node, or SLURM_NODEID / SLURM_GPUS_ON_NODE on one
   node: node 0's value is the only one;
 - the value is passed as torchrun's --node_rank with --rdzv_backend c10d: torchrun gives the
-  rendezvous the node rank only for the static backend (torch/distributed/run.py, config_from_args:
+  rendezvous the node rank only for the static backend (torch/distributed/run.py at torch 2.13.0, config_from_args:
   `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`); the c10d rendezvous
   assigns ranks itself. Without a backend it is static, and reported. accelerate's --machine_rank
   with --rdzv_backend c10d likewise: its multi-GPU launcher and DeepSpeed's "standard" launcher hand
@@ -72,7 +72,7 @@ _PRINTS = {"echo", "printf"}
 # Read in every process of the step whatever the program's code: the device lists by the CUDA, ROCm and
 # Level Zero runtimes; RANK by torch.distributed's env:// rendezvous (the default init_method), which
 # takes it from the environment when init_process_group is given no rank (_env_rendezvous_handler in
-# torch/distributed/rendezvous.py: `rank = int(_get_env_or_raise("RANK"))`)
+# torch/distributed/rendezvous.py at torch 2.13.0: `rank = int(_get_env_or_raise("RANK"))`)
 _READ_BY_RUNTIME = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
                     "RANK"}
 
@@ -218,7 +218,8 @@ def check(target):
     # (in the default profile only where the file shows a reader: the runtime, or a step's own text)
 
     # torchrun gives each worker its own RANK (the elastic agent's worker environment:
-    # LocalElasticAgent._start_workers in torch/distributed/elastic/agent/server/local_elastic_agent.py),
+    # LocalElasticAgent._start_workers in torch/distributed/elastic/agent/server/local_elastic_agent.py
+    # at torch 2.13.0),
     # so with torchrun the batch shell's RANK reaches no program (round ninety-seven)
     by_runtime = _READ_BY_RUNTIME - ({"RANK"} if next(launcher_commands(script.shell), None) else set())
 
