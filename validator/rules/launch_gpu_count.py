@@ -17,7 +17,14 @@ literal equal to the per-node count of another accelerator the job asks as a gen
 a literal equal to an even split of the job's --gpus total over its --nodes (--gpus=8 --nodes=2 and
 --nproc-per-node=4: the author's statement of the nodes' size, round one hundred and twenty-six);
 a literal 1 in a job that asks no GPU count at all (round 111: one evaluation process; SLURM_GPUS_ON_NODE
-is then unset, set only by the GPU plugin for a step with GPUs, so the proposed fix would read nothing).
+is then unset, set only by the GPU plugin for a step with GPUs, so the proposed fix would read nothing);
+a literal equal to the number of devices the launcher's own prefix assignment makes visible
+(`CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4` beside a vLLM server on GPUs 4-7 of an
+8-GPU node, round one hundred and thirty-four): the CUDA runtime enumerates only the devices that
+CUDA_VISIBLE_DEVICES lists (CUDA C++ Programming Guide, "CUDA Environment Variables"; ROCm's
+HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES likewise), and an assignment on the command itself is
+made after Slurm set the step's environment, so the literal is the count the processes can see, and
+SLURM_GPUS_ON_NODE (the node's count) would be the wrong one.
 """
 import re
 
@@ -97,6 +104,24 @@ def _even_share(parsed):
     return total // nodes if total and nodes and nodes > 1 and total % nodes == 0 else None
 
 
+_VISIBLE = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def _made_visible(command) -> int | None:
+    """The number of devices a prefix assignment on the launcher itself lists (`CUDA_VISIBLE_DEVICES=0,1,2,3
+    torchrun ...`), when literal; else None."""
+    node = command.node
+    for child in node.children if node is not None else ():
+        if child.type != "variable_assignment":
+            continue
+        name, _, value = child.text.decode("utf-8", "replace").partition("=")
+        value = value.strip("\"'")
+        items = value.split(",")
+        if name in _VISIBLE and value and "$" not in value and all(re.fullmatch(r"[\w-]+", i) for i in items):
+            return len(items)
+    return None
+
+
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
@@ -132,6 +157,8 @@ def check(target):
         if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None \
                 and not _asks_gpus(parsed):
             continue  # one process in a job that asks no GPU at all: no count for it to disagree with
+        if literal is not None and literal == _made_visible(command):
+            continue  # CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4: the devices it sees
         if literal is not None and requested is None and literal == _even_share(parsed):
             continue  # --gpus=8 over --nodes=2 and --nproc-per-node=4: the job's GPUs split evenly
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:

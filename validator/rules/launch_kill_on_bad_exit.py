@@ -81,7 +81,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # without srun -N the step spans the job's nodes: one where the job has one (round sixty-one:
         # `srun --ntasks-per-node=1` in a job of --ntasks=1)
         one_node = _one_node(parsed, asked, strict) if nodes is None else \
-            (nodes.value == "1" or _NODE_COUNT_VARIABLE.match(nodes.raw) is not None and _one_node(parsed, asked, strict))
+            (nodes.value == "1" or _NODE_COUNT_VARIABLE.match(nodes.raw) is not None and _one_node(parsed, asked, strict)
+             or _nodes_less(nodes.raw, asked) == 1)
         return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
     if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
@@ -125,6 +126,22 @@ _NODE_COUNT_VARIABLE = re.compile(r"^\"?(\$\{?(SLURM_JOB_NUM_NODES|SLURM_NNODES)
 _NODE_COUNT_NAME = re.compile(r"^\"?\$\{?(N_?NODES|NUM_?NODES|NODE_?COUNT|NODES)\}?\"?$", re.I)
 # The job's task count as Slurm exports it to the batch shell (sbatch.1, OUTPUT ENVIRONMENT VARIABLES).
 _JOB_TASKS = re.compile(r"^\"?\$\{?SLURM_(NTASKS|NPROCS)\}?\"?$")
+
+
+# `$(( SLURM_NNODES - 1 ))`: every node of the job but some (the first runs a server: round 134)
+_NODES_LESS = re.compile(r"^\"?\$\(\(\s*\$?\{?(?:SLURM_JOB_NUM_NODES|SLURM_NNODES)\}?\s*-\s*(\d{1,4})\s*\)\)\"?$")
+
+
+def _nodes_less(raw: str, asked) -> int | None:
+    """`srun -N $(( SLURM_NNODES-1 ))` in a job of --nodes=2: one node. SLURM_JOB_NUM_NODES (and its old
+    name SLURM_NNODES) is the allocation's node count (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
+    slurm-22-05-0-1 and slurm-26-05-1-1), which an exact --nodes=N fixes at N; None for a range
+    (--nodes=2-4), a count the directives do not give, or another expression."""
+    found = _NODES_LESS.match(raw)
+    nodes = asked.get("nodes")
+    if found is None or not isinstance(nodes, str) or not (nodes.isascii() and nodes.isdigit()):
+        return None
+    return int(nodes) - int(found.group(1))
 
 
 def _job_tasks(asked) -> int | None:
