@@ -107,7 +107,7 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2199" and _MEMBERSHIP.search(_line(finding, script)):
         return False
-    if finding.rule == "SC1087" and _in_pattern(finding, script):
+    if finding.rule == "SC1087" and (_in_pattern(finding, script) or _no_array(finding, script)):
         return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
@@ -173,6 +173,40 @@ def _in_pattern(finding: Finding, script) -> bool:
     column = len(line[:max(finding.col - 1, 0)].encode("utf-8"))
     node = root.descendant_for_point_range((finding.line - 1, column), (finding.line - 1, column))
     return enclosing_command_name(node) in _PATTERN_TOOLS
+
+
+_BRACKETED = re.compile(r"\$(\w{1,128})\[")
+
+
+def _no_array(finding: Finding, script) -> bool:
+    """SC1087 on `$name[...]` where the script never makes `name` an array (`txid$tax_id[Organism:exp]`
+    with tax_id a loop's scalar: round one hundred and thirty-nine): bash expands `$name` and keeps
+    `[...]` as text ("Referencing an array variable without a subscript is equivalent to referencing
+    with a subscript of 0", and "The braces are required to avoid conflicts with the shell's filename
+    expansion operators": bash(1), Arrays, bash 5.2), which is what a scalar's author writes on purpose.
+    An array the script builds (`args=(...)`, `declare -a`, `read -a`, `mapfile`) keeps the finding:
+    `$args[$SLURM_ARRAY_TASK_ID]` passes the first element and a literal `[N]` (round twenty-eight)."""
+    line = _line(finding, script)
+    found = _BRACKETED.match(line, max(finding.col - 1, 0)) or _BRACKETED.search(line, max(finding.col - 2, 0))
+    if found is None:
+        return False
+    return not _array_names(script).intersection({found.group(1)})
+
+
+def _array_names(script) -> set[str]:
+    """Names the script makes arrays: `name=(`, `name+=(`, `declare|local|typeset|readonly -a|-A ... name`,
+    `read -a name`, `readarray|mapfile [options] name`; read once per script."""
+    def build() -> set[str]:
+        text = _text(script)
+        declared = {name for match in _ARRAY_DECLARED.finditer(text) for name in re.findall(r"\w+", match.group(1))}
+        return set(_ARRAY_MADE.findall(text)) | declared
+    shell = getattr(script, "shell", None)
+    return shell.once("array names", build) if shell is not None else build()
+
+
+_ARRAY_MADE = re.compile(r"(?<![\w$])(\w{1,128})\+?=\(")
+_ARRAY_DECLARED = re.compile(r"(?:\b(?:declare|local|typeset|readonly)\s+-\w*[aA]\w*|\bread\s+(?:-\w+\s+)*-\w*a"
+                             r"|\b(?:readarray|mapfile)(?:\s+-\w+(?:\s+\S+)?)*)((?:\s+[A-Za-z_]\w*)+)")
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:

@@ -15,7 +15,9 @@ Nor where only the script's name or text is used (`echo "usage: $0"`, `cat "$0"`
 the spool copy is the submitted script, byte for byte; only the folder around it is another place.
 Nor, in the default profile, a folder kept in a variable that nothing reads (never expanded, never
 exported): the spool path goes nowhere. Nor a folder variable that the script also sets from
-`scontrol show job`'s Command= (the path the job was submitted with).
+`scontrol show job`'s Command= (the path the job was submitted with), nor one taken in the else
+branch of `if [[ -n "${CI_DIR:-}" ]]` whose then branch sets it from that variable: the submitter
+hands the folder over, and the script's path is the fallback for a run without it.
 In a script nobody here wrote (the default profile) only that is reported: the folder taken from
 the path (`dirname "$0"`, `${BASH_SOURCE[0]%/*}`, also through a variable set from it or from
 `readlink -f "$0"`), which names the spool folder where the script's siblings are not. Every true
@@ -136,6 +138,31 @@ def _tests_outside(if_node) -> bool:
     condition = if_node.child_by_field_name("condition")
     text = (condition if condition is not None else if_node).text[:300].decode("utf-8", "replace")
     return bool(_OUTSIDE.search(text))
+
+
+# `[[ -n "${CI_DIR:-}" ]]`, `[ -n "$REPO" ]`: a variable that the submitter may hand over
+_GIVEN = re.compile(r"^\s*\[\[?\s+-n\s+\"?\$\{?([A-Za-z_]\w{0,127})(:?-)?\}?\"?\s+\]\]?\s*;?\s*$")
+
+
+def _handed_over(node) -> bool:
+    """The else branch of `if [[ -n "${CI_DIR:-}" ]]; then SCRIPT_DIR="${CI_DIR}/jobs"; else
+    SCRIPT_DIR=$(dirname "${BASH_SOURCE[0]}"); fi` (round one hundred and thirty-eight: every submitter
+    of the repository passes `sbatch --export=ALL,CI_DIR=...`): the folder comes from a variable the
+    submitter hands over, what this rule's message asks for, and the script's own path is only the
+    fallback for a run without it. The then branch must set the same variable from the tested one."""
+    name = _assigned_name(node)
+    while node is not None and node.type not in ("else_clause", "program", "function_definition"):
+        node = node.parent
+    if name is None or node is None or node.type != "else_clause" or node.parent is None \
+            or node.parent.type != "if_statement":
+        return False
+    if_node = node.parent
+    condition = if_node.child_by_field_name("condition")
+    given = _GIVEN.match(condition.text.decode("utf-8", "replace")) if condition is not None else None
+    if given is None or given.group(1) in _IN_SLURM:
+        return False
+    then = if_node.text[:node.start_byte - if_node.start_byte].decode("utf-8", "replace")
+    return re.search(r"(?<![\w$])" + re.escape(name) + r"=[^\n]*\$\{?" + re.escape(given.group(1)) + r"\b", then) is not None
 
 
 def _submit_default(node) -> bool:
@@ -271,7 +298,8 @@ def check(target):
             | _command_fallback(script.shell, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
-                                           or _assigned_name(expansion.node) in fallback):
+                                           or _assigned_name(expansion.node) in fallback
+                                           or not target.strict and _handed_over(expansion.node)):
             continue
         yield (script.display, expansion.line, expansion.col,
                f"${expansion.name} names Slurm's spool copy of the script, not the repository; "
