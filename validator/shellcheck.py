@@ -97,7 +97,7 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2070" and _tests_a_job_variable(finding, script):
         return False
-    if finding.rule in ("SC1072", "SC1073") and _trailing_backslash(finding, script):
+    if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)):
         return False
     if finding.rule == "SC1143" and _only_comments_after(finding, script):
         return False
@@ -207,6 +207,22 @@ def _array_names(script) -> set[str]:
 _ARRAY_MADE = re.compile(r"(?<![\w$])(\w{1,128})\+?=\(")
 _ARRAY_DECLARED = re.compile(r"(?:\b(?:declare|local|typeset|readonly)\s+-\w*[aA]\w*|\bread\s+(?:-\w+\s+)*-\w*a"
                              r"|\b(?:readarray|mapfile)(?:\s+-\w+(?:\s+\S+)?)*)((?:\s+[A-Za-z_]\w*)+)")
+
+
+_ANGLE_TOKEN = re.compile(r"<[A-Za-z_][\w.-]{0,62}>")
+
+
+def _filled_here(finding: Finding, script) -> bool:
+    """A parse error at a `<TOKEN>` that the file itself replaces before the text reaches bash: a job
+    template kept in the submitter's own file and filled with `sed "s:<SOC_PROP>:${soc_prop}:g"`,
+    `text.replace("<TOKEN>", ...)` or `${text//<TOKEN>/...}` (round one hundred and forty-three: a
+    Spark-on-Slurm launcher whose `#__SBATCH__` chunk is cut out, sed-filled and submitted). The
+    submitted job never holds the token. A `<your_env>` nobody fills stays reported: an unfilled
+    placeholder that bash refuses."""
+    line, text = _line(finding, script), _text(script)
+    return any(re.search(r"\bs([:/|#,@!%])" + re.escape(token) + r"\1|\.replace\(\s*[\"']" + re.escape(token)
+                         + r"[\"']|//" + re.escape(token) + "/", text)
+               for token in set(_ANGLE_TOKEN.findall(line)))
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:
