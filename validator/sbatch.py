@@ -281,14 +281,7 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        r"|XXX[a-z][a-z0-9_]{0,30}XXX"
                        # a benchmark driver's @@nodes@@, @@time@@: its Python replaces f"@@{k}@@" with each
                        # run's value before it writes the job file (round one hundred and twelve)
-                       r"|@@[A-Za-z_][A-Za-z0-9_]{0,63}@@"
-                       # a name between two runs of one mark: `---cpus-per-task---` (round one hundred and
-                       # thirty-nine: a Python job writer replaces each ---KEY--- of its template from a YAML
-                       # file before sbatch), and the same form in the other marks no sbatch value uses in
-                       # pairs (++N++, ~~N~~, ^^N^^, !!N!!, ==N==, ::N::); a lone '-' or '--' is option syntax
-                       + "".join(rf"|(?<![\w{m}]){m}{{{n},}}[A-Za-z_][\w-]{{0,62}}?{m}{{{n},}}(?![\w{m}])"
-                                 for m, n in ((r"\-", 3), (r"\+", 2), ("~", 2), (r"\^", 2), ("!", 2), ("=", 2), (":", 2)))
-                       + "|" + BRACKET_TOKEN.pattern
+                       r"|@@[A-Za-z_][A-Za-z0-9_]{0,63}@@|" + BRACKET_TOKEN.pattern
                        # a form composer's lower-case field in brackets, the whole value of an option
                        # sbatch reads as a count, size, time or name of the cluster's, or a line of its
                        # own (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its

@@ -182,15 +182,17 @@ def _no_array(finding: Finding, script) -> bool:
     """SC1087 on `$name[...]` where the script never makes `name` an array (`txid$tax_id[Organism:exp]`
     with tax_id a loop's scalar: round one hundred and thirty-nine): bash expands `$name` and keeps
     `[...]` as text ("Referencing an array variable without a subscript is equivalent to referencing
-    with a subscript of 0", and "The braces are required to avoid conflicts with the shell's filename
-    expansion operators": bash(1), Arrays, bash 5.2), which is what a scalar's author writes on purpose.
-    An array the script builds (`args=(...)`, `declare -a`, `read -a`, `mapfile`) keeps the finding:
-    `$args[$SLURM_ARRAY_TASK_ID]` passes the first element and a literal `[N]` (round twenty-eight)."""
+    with a subscript of 0", and "The braces are required to avoid conflicts with pathname expansion":
+    bash(1), Arrays, bash 5.2.15), which is what a scalar's author writes on purpose. An array the script
+    builds (`args=(...)`, `files[$i]=$f`: "An indexed array is created automatically if any variable is
+    assigned to using the syntax name[subscript]=value", `declare -a`, `read -a`, `mapfile`) or one bash
+    sets itself (BASH_REMATCH, PIPESTATUS, ...) keeps the finding: `$args[$SLURM_ARRAY_TASK_ID]` passes the
+    first element and a literal `[N]` (round twenty-eight)."""
     line = _line(finding, script)
     found = _BRACKETED.match(line, max(finding.col - 1, 0)) or _BRACKETED.search(line, max(finding.col - 2, 0))
     if found is None:
         return False
-    return not _array_names(script).intersection({found.group(1)})
+    return found.group(1) not in _BASH_ARRAYS and not _array_names(script).intersection({found.group(1)})
 
 
 def _array_names(script) -> set[str]:
@@ -204,7 +206,11 @@ def _array_names(script) -> set[str]:
     return shell.once("array names", build) if shell is not None else build()
 
 
-_ARRAY_MADE = re.compile(r"(?<![\w$])(\w{1,128})\+?=\(")
+# Arrays bash sets itself (bash(1), Shell Variables, bash 5.2.15)
+_BASH_ARRAYS = {"BASH_REMATCH", "PIPESTATUS", "BASH_SOURCE", "FUNCNAME", "BASH_ARGV", "BASH_ARGC", "BASH_LINENO",
+                "BASH_VERSINFO", "GROUPS", "DIRSTACK", "COMP_WORDS", "BASH_ALIASES", "BASH_CMDS", "COPROC"}
+# `name=(`, `name+=(`, and an element's assignment `name[i]=` / `name[i]+=`
+_ARRAY_MADE = re.compile(r"(?<![\w$])(\w{1,128})(?:\+?=\(|\[[^\]\n]{0,200}\]\+?=)")
 _ARRAY_DECLARED = re.compile(r"(?:\b(?:declare|local|typeset|readonly)\s+-\w*[aA]\w*|\bread\s+(?:-\w+\s+)*-\w*a"
                              r"|\b(?:readarray|mapfile)(?:\s+-\w+(?:\s+\S+)?)*)((?:\s+[A-Za-z_]\w*)+)")
 
@@ -217,11 +223,20 @@ def _filled_here(finding: Finding, script) -> bool:
     template kept in the submitter's own file and filled with `sed "s:<SOC_PROP>:${soc_prop}:g"`,
     `text.replace("<TOKEN>", ...)` or `${text//<TOKEN>/...}` (round one hundred and forty-three: a
     Spark-on-Slurm launcher whose `#__SBATCH__` chunk is cut out, sed-filled and submitted). The
-    submitted job never holds the token. A `<your_env>` nobody fills stays reported: an unfilled
-    placeholder that bash refuses."""
-    line, text = _line(finding, script), _text(script)
+    submitted job never holds the token. Only a template below a top-level `exit` (bash never reads it
+    as the launcher's code) and a fill outside a comment: a `<your_env>` nobody fills, or a token on a
+    line bash runs (a sed that fills another file), stays reported: bash refuses it."""
+    line = _line(finding, script)
+    shell = getattr(script, "shell", None)
+    if shell is None or not line:
+        return False
+    exits = [c.line for c in shell.named("exit") if c.node is not None and c.node.parent is not None
+             and c.node.parent.type == "program"]
+    if not exits or finding.line <= min(exits):
+        return False
+    code = "\n".join(row for row in _lines(script) if not row.lstrip().startswith("#"))
     return any(re.search(r"\bs([:/|#,@!%])" + re.escape(token) + r"\1|\.replace\(\s*[\"']" + re.escape(token)
-                         + r"[\"']|//" + re.escape(token) + "/", text)
+                         + r"[\"']|//" + re.escape(token) + "/", code)
                for token in set(_ANGLE_TOKEN.findall(line)))
 
 

@@ -109,9 +109,16 @@ _VISIBLE = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES
 
 def _made_visible(command) -> int | None:
     """The number of devices a prefix assignment on the launcher itself lists (`CUDA_VISIBLE_DEVICES=0,1,2,3
-    torchrun ...`), when literal; else None."""
+    torchrun ...`), when literal; else None. Not one on `srun` (`CUDA_VISIBLE_DEVICES=0,1 srun torchrun`):
+    the GPU plugin sets the step's own list over it (env_array_overwrite of CUDA_VISIBLE_DEVICES and
+    ROCR_VISIBLE_DEVICES in gres_common_gpu_set_env(), src/plugins/gres/common/gres_common.c at
+    slurm-22-05-0-1 and slurm-26-05-1-1). Nor a list longer than the GPUs the job asks a node: the
+    runtime enumerates only devices that exist there."""
     node = command.node
-    for child in node.children if node is not None else ():
+    name = node.child_by_field_name("name") if node is not None else None
+    if name is None or name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] != command.name.rsplit("/", 1)[-1]:
+        return None  # the launcher's words are another command's (srun's): the prefix is srun's
+    for child in node.children:
         if child.type != "variable_assignment":
             continue
         name, _, value = child.text.decode("utf-8", "replace").partition("=")
@@ -157,7 +164,7 @@ def check(target):
         if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None \
                 and not _asks_gpus(parsed):
             continue  # one process in a job that asks no GPU at all: no count for it to disagree with
-        if literal is not None and literal == _made_visible(command):
+        if literal is not None and literal == _made_visible(command) and (requested is None or literal <= requested):
             continue  # CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4: the devices it sees
         if literal is not None and requested is None and literal == _even_share(parsed):
             continue  # --gpus=8 over --nodes=2 and --nproc-per-node=4: the job's GPUs split evenly

@@ -159,10 +159,25 @@ def _handed_over(node) -> bool:
     if_node = node.parent
     condition = if_node.child_by_field_name("condition")
     given = _GIVEN.match(condition.text.decode("utf-8", "replace")) if condition is not None else None
-    if given is None or given.group(1) in _IN_SLURM:
+    if given is None or given.group(1) in _IN_SLURM or given.group(1).startswith(_OTHER_SCHEDULERS):
         return False
-    then = if_node.text[:node.start_byte - if_node.start_byte].decode("utf-8", "replace")
-    return re.search(r"(?<![\w$])" + re.escape(name) + r"=[^\n]*\$\{?" + re.escape(given.group(1)) + r"\b", then) is not None
+    reads = re.compile(r"\$\{?" + re.escape(given.group(1)) + r"\b")
+    stack = [c for c in if_node.children if c.end_byte <= node.start_byte and c is not condition]
+    while stack:  # an assignment of the then branch itself (not text inside an echo's string)
+        child = stack.pop()
+        if child.type == "variable_assignment":
+            assigned = child.child_by_field_name("name")
+            if assigned is not None and assigned.text.decode("utf-8", "replace") == name \
+                    and reads.search(child.text.decode("utf-8", "replace")):
+                return True
+        elif child.type not in ("string", "raw_string", "heredoc_body"):
+            stack.extend(child.children)
+    return False
+
+
+# Variables other batch systems set (PBS/Torque, LSF, Grid Engine, Cobalt, Flux, OAR, Fujitsu's PJM): under
+# Slurm nothing sets them, so their else branch is the one that always runs.
+_OTHER_SCHEDULERS = ("PBS_", "LSB_", "LS_", "SGE_", "COBALT_", "FLUX_", "OAR_", "PJM_")
 
 
 def _submit_default(node) -> bool:

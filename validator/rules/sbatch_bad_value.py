@@ -107,6 +107,16 @@ _BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]")
 
 # A shell variable in a value: $name, ${name}, $1, ${10} (what sbatch would keep as text).
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*|[0-9])")
+# A name between two runs of one mark, the whole value of a count, size or time: `-N ---N---`,
+# `--cpus-per-task=---cpus-per-task---` (round one hundred and thirty-nine: a Python job writer fills each
+# ---KEY--- of its template from a YAML file before sbatch), and the same form in marks no such value holds
+# (++N++, ~~N~~, ^^N^^, !!N!!, ==N==, ::N::). Only there: in a job name, a comment or a password the same
+# marks are text (`--job-name=~~nightly~~`, `# !!IMPORTANT!!`, `DB_PASSWORD=++Hunter22++`), and two dashes and
+# a name (`-N --N--`) are option syntax.
+_MARK_TOKEN = re.compile("|".join(rf"{m}{{{n},}}[A-Za-z_][\w-]{{0,62}}?{m}{{{n},}}"
+                                  for m, n in ((r"\-", 3), (r"\+", 2), ("~", 2), (r"\^", 2), ("!", 2), ("=", 2), (":", 2))))
+
+
 # A generator's token: $name, ${name}, $1, ${10}; not ${name:-default} and the like (shell syntax that
 # Python's string.Template refuses and a sed over $1..$N leaves alone)
 _TOKEN = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
@@ -134,6 +144,8 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
         option.line for option in parsed.options if option.name in TYPES and option.value
         and re.fullmatch(r"[A-Z][A-Z0-9_]+", option.value) and not TYPES[option.name][0].fullmatch(option.value)
         and _named_in_file_name(option.value, file_name)}
+    lines |= {option.line for option in parsed.options
+              if option.name in TYPES and option.value and _MARK_TOKEN.fullmatch(option.value)}
     tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
     if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
             {name for _, _, name in typed}):

@@ -3,15 +3,19 @@
 Premise: set -x prints every command with its expanded values to stderr, the job log (bash(1)).
 Holds for: every Slurm release (no Slurm behaviour involved).
 What xtrace prints is the commands the shell runs while it is on, each after expansion: a secret
-reaches the log only where a traced command assigns or expands it ("print a trace of simple commands,
-for commands, case commands, select commands, and arithmetic for commands and their arguments or
-associated word lists after they are expanded", bash(1), set -x, bash 5.2). A program the shell
-starts inherits the variable but not the trace (SHELLOPTS is not exported unless the script does).
-So, in the default profile, a `set -x` at the script's top level (not in a loop or a function) is
-not reported where no command from it to the next `set +x` (or the end) assigns or expands a secret,
-sources a file or runs eval, and no function of the script expands one (round one hundred and
+reaches the log only where a traced command assigns or expands it ("After expanding each simple
+command, for command, case command, select command, or arithmetic for command, display the expanded
+value of PS4, followed by the command and its expanded arguments or associated word list", bash(1),
+set -x, bash 5.2.15). A program the shell starts inherits the variable but not the trace, unless the
+script exports SHELLOPTS.
+So, in the default profile, a `set -x` outside loops and functions is not reported where no command
+from it to the next top-level `set +x` (or the end) assigns or expands a secret or a variable built
+from one (`AUTH="Bearer $HF_TOKEN"`), and the script sources no file, runs no eval, exports no
+SHELLOPTS, sets no trap that names one, and has no function that expands one (round one hundred and
 forty-seven: `set -x` around one `time $SCRIPT ...` line, the token exported thirty lines before).
+A `set +x` inside a branch, a function or a subshell ends no trace of the top level.
 """
+import bisect
 import re
 
 from validator.rules.base import enclosing, sourced_shells
@@ -46,27 +50,50 @@ def check(target):
 _LOOPS_AND_FUNCTIONS = ("for_statement", "c_style_for_statement", "while_statement", "function_definition")
 
 
-def _untrace_line(shell, after: int) -> int | None:
-    """The line of the first `set +x` (`set +o xtrace`) after line `after`, else None."""
-    lines = [c.line for c in shell.named("set") if c.line > after
-             and any(re.fullmatch(r"\+\w*x\w*", a.value or "") or a.value == "xtrace" and "+o" in
-                     [b.value for b in c.args] for a in c.args)]
-    return min(lines) if lines else None
+def _untraces(command) -> bool:
+    """`set +x`, `set +ex`, `set +o xtrace`."""
+    words = [a.value or "" for a in command.args]
+    return any(re.fullmatch(r"\+\w*x\w*", w) for w in words) or "xtrace" in words and "+o" in words
+
+
+class _Reach:
+    """What the traces of one script may print, read once (a script of 10,000 `set -x` / `set +x` pairs
+    stays linear): the lines of top-level `set +x`, and the lines where a secret, or a variable built from
+    one, is assigned or expanded outside functions; `always` where the script gives the trace a way to a
+    secret that no line range shows (a function, a trap, a sourced file, eval, an exported SHELLOPTS)."""
+
+    def __init__(self, shell, secrets: set):
+        tainted, grew = set(secrets), True
+        while grew:  # AUTH="Bearer ${HF_TOKEN}", ARGS=(--token "$HF_TOKEN"): the value is the secret's
+            grew = False
+            for a in shell.assignments:
+                if a.name not in tainted and _names(a.raw) & tainted:
+                    tainted.add(a.name)
+                    grew = True
+        self.untrace = sorted(c.line for c in shell.named("set") if _untraces(c) and c.node is not None
+                              and c.node.parent is not None and c.node.parent.type == "program")
+        self.touched = sorted({a.line for a in shell.assignments if a.name in tainted}
+                              | {e.line for e in shell.expansions if e.name in tainted})
+        in_function = any(e.name in tainted and e.node is not None and enclosing(e.node, ("function_definition",))
+                          for e in shell.expansions)
+        trap = any(_names(" ".join(a.raw for a in c.args)) & tainted for c in shell.named("trap"))
+        exported = any(a.name == "SHELLOPTS" and a.exported for a in shell.assignments)
+        self.always = in_function or trap or exported or bool(shell.named("source", ".", "eval"))
+
+
+def _names(text: str) -> set:
+    return set(re.findall(r"\$\{?([A-Za-z_]\w*)", text))
 
 
 def _secret_traced(shell, command, secrets: set) -> bool:
-    """Whether a command the trace of this `set -x` covers may print a secret: one from its line to the
-    next `set +x` (or the end) assigns or expands one, sources a file or runs eval; or the trace is
-    turned on inside a loop or a function (then its reach is not one stretch of lines); or a function
-    of the script expands a secret (it may be called while tracing)."""
+    """Whether a command the trace of this `set -x` covers may print a secret (_Reach)."""
     if command.node is None or enclosing(command.node, _LOOPS_AND_FUNCTIONS) is not None:
         return True
-    start, end = command.line, _untrace_line(shell, command.line)
-    end = end if end is not None else float("inf")
-    if any(start <= a.line <= end for a in shell.assignments if a.name in secrets):
+    reach = shell.once("xtrace reach", lambda: _Reach(shell, secrets))
+    if reach.always:
         return True
-    for e in shell.expansions:
-        if e.name in secrets and (start <= e.line <= end or e.node is not None and enclosing(
-                e.node, ("function_definition",)) is not None):
-            return True
-    return any(start <= c.line <= end for c in shell.named("source", ".", "eval"))
+    start = command.line
+    after = bisect.bisect_right(reach.untrace, start)
+    end = reach.untrace[after] if after < len(reach.untrace) else float("inf")
+    first = bisect.bisect_left(reach.touched, start)
+    return first < len(reach.touched) and reach.touched[first] <= end
