@@ -249,6 +249,37 @@ class SlurmTime:
 SLURM_TIME = SlurmTime()  # minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, and what parse_time.c also takes
 
 
+# [0-9], not \d: Python's \d also matches other scripts' digits ('١'); sbatch reads ASCII (sscanf %d, strtol)
+_COUNT = re.compile(r"[0-9]+")
+_RANGE = re.compile(r"[0-9]+(-[0-9]+)?")
+# [type:]count, or a type alone: its count is 1 ("We have type with implicit count of 1":
+# _get_next_gres in src/common/gres.c at slurm-22-05-0-1, slurm_get_next_tres in
+# src/common/slurm_protocol_defs.c at slurm-26-05-1-1; round ninety-two's --gpus=h100-96)
+_GPUS = re.compile(r"([\w.-]+:)?[0-9]+|[A-Za-z][\w.-]*")
+_SIZE = re.compile(r"[0-9]+([KMGT]B?)?", re.IGNORECASE)
+
+
+# option -> (pattern, what the value must be); from sbatch's man page for each option
+_TASKS = (_COUNT, "a task count")
+_GPU_COUNT = (_GPUS, "[type:]count or a type")
+_TIME = (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS")
+VALUE_TYPES = {"nodes": (_RANGE, "a node count or min-max range"), "ntasks": _TASKS, "ntasks-per-node": _TASKS,
+               "cpus-per-task": (_COUNT, "a CPU count"),
+               "gpus-per-node": _GPU_COUNT, "gpus-per-task": _GPU_COUNT, "gpus": _GPU_COUNT,
+               "mem": (_SIZE, "a size such as 80G"), "mem-per-cpu": (_SIZE, "a size such as 4G"),
+               "mem-per-gpu": (_SIZE, "a size such as 80G"), "time": _TIME, "time-min": _TIME}
+
+
+# A name between two runs of one mark, the whole value of a count, size or time: `-N ---N---`,
+# `--cpus-per-task=---cpus-per-task---` (round one hundred and thirty-nine: a Python job writer fills each
+# ---KEY--- of its template from a YAML file before sbatch), and the same form in marks no such value holds
+# (++N++, ~~N~~, ^^N^^, !!N!!, ==N==, ::N::). Only there: in a job name, a comment or a password the same
+# marks are text (`--job-name=~~nightly~~`, `# !!IMPORTANT!!`, `DB_PASSWORD=++Hunter22++`), and two dashes and
+# a name (`-N --N--`) are option syntax.
+MARK_TOKEN = re.compile("|".join(rf"{m}{{{n},}}[A-Za-z_][\w-]{{0,62}}?{m}{{{n},}}"
+                                  for m, n in ((r"\-", 3), (r"\+", 2), ("~", 2), (r"\^", 2), ("!", 2), ("=", 2), (":", 2))))
+
+
 def no_time_limit(value: str) -> bool:
     """A --time value that asks for no limit at all: UNLIMITED or INFINITE (time_str2mins in
     src/common/parse_time.c), -1, or a time of zero, which arg_set_time() in src/common/slurm_opt.c turns
@@ -369,6 +400,14 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     # A template ({{ nodes }}, -A <ACCOUNT>): its directives are not sbatch's yet, and a placeholder with
     # a blank reads as two arguments; sbatch-bad-value says once that the file is a template.
     script.template_lines = [d.line for d in script.directives if _TEMPLATE.search(d.text)]
+    # a writer's ---KEY--- marks: the whole value of a count, size or time, or the whole directive
+    # (`#SBATCH ~~EXTRA_DIRECTIVES~~`)
+    whole = {d.line for d in script.directives if MARK_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
+    marked = {o.line for o in script.options if o.name in VALUE_TYPES and o.value and MARK_TOKEN.fullmatch(o.value)}
+    script.template_lines = sorted(set(script.template_lines) | marked | whole)
+    for option in script.options:
+        if option.line in whole:
+            option.problem = None  # the writer puts directives of its own there, not sbatch's stray word
     on_line = {}
     for option in script.options:
         on_line.setdefault(option.line, []).append(option)

@@ -230,8 +230,9 @@ def _filled_here(finding: Finding, script) -> bool:
     shell = getattr(script, "shell", None)
     if shell is None or not line:
         return False
-    exits = [c.line for c in shell.named("exit") if c.node is not None and c.node.parent is not None
-             and c.node.parent.type == "program"]
+    # a top-level `exit`, or `exec PROGRAM` (bash runs nothing after it: the program replaces the shell)
+    exits = [c.line for c in shell.named("exit", "exec") if c.node is not None and c.node.parent is not None
+             and c.node.parent.type == "program" and (c.name == "exit" or c.args)]
     if not exits or finding.line <= min(exits):
         return False
     code = "\n".join(row for row in _lines(script) if not row.lstrip().startswith("#"))

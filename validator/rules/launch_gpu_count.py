@@ -115,9 +115,14 @@ def _made_visible(command) -> int | None:
     slurm-22-05-0-1 and slurm-26-05-1-1). Nor a list longer than the GPUs the job asks a node: the
     runtime enumerates only devices that exist there."""
     node = command.node
-    name = node.child_by_field_name("name") if node is not None else None
-    if name is None or name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] != command.name.rsplit("/", 1)[-1]:
-        return None  # the launcher's words are another command's (srun's): the prefix is srun's
+    if node is None:
+        return None
+    # `CUDA_VISIBLE_DEVICES=0,1 srun torchrun`: srun's prefix; `... nohup|timeout 9h|numactl ... torchrun`
+    # passes the environment on to the launcher it execs
+    before = node.text[:max(0, command.args[0].node.start_byte - node.start_byte) if command.args and
+                       command.args[0].node is not None else len(node.text)].decode("utf-8", "replace")
+    if any(word.strip("\"'").rsplit("/", 1)[-1] == "srun" for word in before.split()):
+        return None
     for child in node.children:
         if child.type != "variable_assignment":
             continue

@@ -29,7 +29,7 @@ Holds for: 22.05-26.05.
 """
 import re
 
-from validator.sbatch import SLURM_TIME, mail_events, placeholder
+from validator.sbatch import MARK_TOKEN, VALUE_TYPES, mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -40,31 +40,8 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=1-02:00:00\n#SBATCH --nodes=2
                       "#SBATCH --gpus-per-node=h100:8\nset -euo pipefail\necho ok\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#SBATCH --nodes=$1\nset -euo pipefail\necho ok\n"}
 
-# [0-9], not \d: Python's \d also matches other scripts' digits ('١'); sbatch reads ASCII (sscanf %d, strtol)
-_COUNT = re.compile(r"[0-9]+")
-_RANGE = re.compile(r"[0-9]+(-[0-9]+)?")
-# [type:]count, or a type alone: its count is 1 ("We have type with implicit count of 1":
-# _get_next_gres in src/common/gres.c at slurm-22-05-0-1, slurm_get_next_tres in
-# src/common/slurm_protocol_defs.c at slurm-26-05-1-1; round ninety-two's --gpus=h100-96)
-_GPUS = re.compile(r"([\w.-]+:)?[0-9]+|[A-Za-z][\w.-]*")
-_SIZE = re.compile(r"[0-9]+([KMGT]B?)?", re.IGNORECASE)
-
-
-# option -> (pattern, what the value must be); from sbatch's man page for each option
-TYPES = {
-    "nodes": (_RANGE, "a node count or min-max range"),
-    "ntasks": (_COUNT, "a task count"),
-    "ntasks-per-node": (_COUNT, "a task count"),
-    "cpus-per-task": (_COUNT, "a CPU count"),
-    "gpus-per-node": (_GPUS, "[type:]count or a type"),
-    "gpus-per-task": (_GPUS, "[type:]count or a type"),
-    "gpus": (_GPUS, "[type:]count or a type"),
-    "mem": (_SIZE, "a size such as 80G"),
-    "mem-per-cpu": (_SIZE, "a size such as 4G"),
-    "mem-per-gpu": (_SIZE, "a size such as 80G"),
-    "time": (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
-    "time-min": (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"),
-}
+# option -> (pattern, what the value must be): the parser's table (sbatch.VALUE_TYPES)
+TYPES = VALUE_TYPES
 
 
 # Options whose value sbatch takes as any text: a placeholder there (--mail-user=<netid>@uni.edu)
@@ -107,16 +84,6 @@ _BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]")
 
 # A shell variable in a value: $name, ${name}, $1, ${10} (what sbatch would keep as text).
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*|[0-9])")
-# A name between two runs of one mark, the whole value of a count, size or time: `-N ---N---`,
-# `--cpus-per-task=---cpus-per-task---` (round one hundred and thirty-nine: a Python job writer fills each
-# ---KEY--- of its template from a YAML file before sbatch), and the same form in marks no such value holds
-# (++N++, ~~N~~, ^^N^^, !!N!!, ==N==, ::N::). Only there: in a job name, a comment or a password the same
-# marks are text (`--job-name=~~nightly~~`, `# !!IMPORTANT!!`, `DB_PASSWORD=++Hunter22++`), and two dashes and
-# a name (`-N --N--`) are option syntax.
-_MARK_TOKEN = re.compile("|".join(rf"{m}{{{n},}}[A-Za-z_][\w-]{{0,62}}?{m}{{{n},}}"
-                                  for m, n in ((r"\-", 3), (r"\+", 2), ("~", 2), (r"\^", 2), ("!", 2), ("=", 2), (":", 2))))
-
-
 # A generator's token: $name, ${name}, $1, ${10}; not ${name:-default} and the like (shell syntax that
 # Python's string.Template refuses and a sed over $1..$N leaves alone)
 _TOKEN = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\}|([A-Za-z_][A-Za-z0-9_]*|[0-9]))")
@@ -145,7 +112,7 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
         and re.fullmatch(r"[A-Z][A-Z0-9_]+", option.value) and not TYPES[option.name][0].fullmatch(option.value)
         and _named_in_file_name(option.value, file_name)}
     lines |= {option.line for option in parsed.options
-              if option.name in TYPES and option.value and _MARK_TOKEN.fullmatch(option.value)}
+              if option.name in TYPES and option.value and MARK_TOKEN.fullmatch(option.value)}
     tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
     if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
             {name for _, _, name in typed}):

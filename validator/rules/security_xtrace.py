@@ -9,11 +9,14 @@ value of PS4, followed by the command and its expanded arguments or associated w
 set -x, bash 5.2.15). A program the shell starts inherits the variable but not the trace, unless the
 script exports SHELLOPTS.
 So, in the default profile, a `set -x` outside loops and functions is not reported where no command
-from it to the next top-level `set +x` (or the end) assigns or expands a secret or a variable built
-from one (`AUTH="Bearer $HF_TOKEN"`), and the script sources no file, runs no eval, exports no
-SHELLOPTS, sets no trap that names one, and has no function that expands one (round one hundred and
-forty-seven: `set -x` around one `time $SCRIPT ...` line, the token exported thirty lines before).
-A `set +x` inside a branch, a function or a subshell ends no trace of the top level.
+from it to the trace's end assigns or expands a secret or a variable built from one (`AUTH="Bearer
+$HF_TOKEN"`), sources a file or runs eval, and the script exports no SHELLOPTS, sets no trap that names
+one, and has no function (its own, or one of a sourced repository file) that expands one (round one
+hundred and forty-seven: `set -x` around one `time $SCRIPT ...` line, the token exported thirty lines
+before). The trace ends at the first later `set +x` that surely runs with it: in the same block or
+one around it, also as `{ set +x; } 2>/dev/null` or `set +x || true`; not one in another branch, a
+function or a subshell. A file sourced before the trace that the repository does not hold
+(`source ~/miniconda3/bin/activate`) is not read: a function of it that expands the token would be missed.
 """
 import bisect
 import re
@@ -30,8 +33,8 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euxo pipefail\n
 
 def check(target):
     shell = target.script.shell
-    secrets = set()
-    for scope in (shell, *sourced_shells(target)):  # a sourced library's secrets are in scope too
+    secrets, sourced = set(), sourced_shells(target)
+    for scope in (shell, *sourced):  # a sourced library's secrets are in scope too
         secrets |= {a.name for a in scope.assignments if is_secret(a.name)}
         secrets |= {e.name for e in scope.expansions if is_secret(e.name)}
     secrets = sorted(secrets)
@@ -42,7 +45,7 @@ def check(target):
         tracing = (command.name == "set" and (any(w.startswith("-") and "x" in w and not w.startswith("--") for w in words)
                                               or "xtrace" in words)) or \
                   (command.name in ("bash", "sh") and "-x" in words)
-        if tracing and (target.strict or command.name != "set" or _secret_traced(shell, command, set(secrets))):
+        if tracing and (target.strict or command.name != "set" or _secret_traced(shell, command, set(secrets), sourced)):
             yield (target.script.display, command.line, command.col,
                    f"xtrace prints expanded values into the log while {secrets[0]} is in scope")
 
@@ -56,44 +59,100 @@ def _untraces(command) -> bool:
     return any(re.fullmatch(r"\+\w*x\w*", w) for w in words) or "xtrace" in words and "+o" in words
 
 
+# Nodes a statement sits in that run it whenever they run, in the current shell: a redirection
+# (`set +x 2>/dev/null`), a brace group (`{ set +x; } 2>/dev/null`), the first command of a list (`set +x || true`)
+_THROUGH = ("redirected_statement", "compound_statement")
+
+
+def _block(node):
+    """The statement list a command runs as part of: its node's parent, past the wrappers that always
+    run it (_THROUGH, the first command of a list; a brace group that is a function's body is no wrapper)."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type == "list" and parent.children and parent.children[0] == child \
+                or parent.type in _THROUGH and not (parent.type == "compound_statement" and parent.parent is not None
+                                                    and parent.parent.type == "function_definition"):
+            child, parent = parent, parent.parent
+            continue
+        return parent
+    return child
+
+
+def _key(node):
+    return (node.start_byte, node.end_byte, node.type)
+
+
 class _Reach:
     """What the traces of one script may print, read once (a script of 10,000 `set -x` / `set +x` pairs
-    stays linear): the lines of top-level `set +x`, and the lines where a secret, or a variable built from
-    one, is assigned or expanded outside functions; `always` where the script gives the trace a way to a
-    secret that no line range shows (a function, a trap, a sourced file, eval, an exported SHELLOPTS)."""
+    stays linear): the lines of each block's `set +x`, and the lines where a secret, or a variable built
+    from one, is assigned or expanded; `always` where the script gives the trace a way to a secret that
+    no line range shows (a function, a trap that names one, an exported SHELLOPTS, a sourced file of
+    the repository whose functions expand one)."""
 
-    def __init__(self, shell, secrets: set):
-        tainted, grew = set(secrets), True
-        while grew:  # AUTH="Bearer ${HF_TOKEN}", ARGS=(--token "$HF_TOKEN"): the value is the secret's
-            grew = False
-            for a in shell.assignments:
-                if a.name not in tainted and _names(a.raw) & tainted:
-                    tainted.add(a.name)
-                    grew = True
-        self.untrace = sorted(c.line for c in shell.named("set") if _untraces(c) and c.node is not None
-                              and c.node.parent is not None and c.node.parent.type == "program")
+    def __init__(self, shell, secrets: set, sourced):
+        # AUTH="Bearer ${HF_TOKEN}", ARGS=(--token "$HF_TOKEN"): the value is the secret's. One walk over
+        # "read by" edges from the secrets (a chain of 10,000 copies stays linear)
+        readers: dict[str, set] = {}
+        for a in shell.assignments:
+            for name in _names(a.raw):
+                readers.setdefault(name, set()).add(a.name)
+        tainted, todo = set(secrets), list(secrets)
+        while todo:
+            for reader in readers.get(todo.pop(), ()):
+                if reader not in tainted:
+                    tainted.add(reader)
+                    todo.append(reader)
+        self.untrace: dict[tuple, list[int]] = {}  # block -> lines of its set +x, in order
+        for c in shell.named("set"):
+            if _untraces(c) and c.node is not None:
+                self.untrace.setdefault(_key(_block(c.node)), []).append(c.line)
+        for lines in self.untrace.values():
+            lines.sort()
         self.touched = sorted({a.line for a in shell.assignments if a.name in tainted}
                               | {e.line for e in shell.expansions if e.name in tainted})
+        self.reads = sorted(c.line for c in shell.named("source", ".", "eval"))
         in_function = any(e.name in tainted and e.node is not None and enclosing(e.node, ("function_definition",))
                           for e in shell.expansions)
         trap = any(_names(" ".join(a.raw for a in c.args)) & tainted for c in shell.named("trap"))
         exported = any(a.name == "SHELLOPTS" and a.exported for a in shell.assignments)
-        self.always = in_function or trap or exported or bool(shell.named("source", ".", "eval"))
+        library = any(e.name in tainted and e.node is not None and enclosing(e.node, ("function_definition",))
+                      for other in sourced for e in other.expansions)
+        self.always = in_function or trap or exported or library
+
+    def end(self, node, start: int) -> float:
+        """The line of the first `set +x` after `start` that surely runs when this trace's block goes on:
+        one in the block of the `set -x` or in a block around it (not one in another branch, a function
+        or a subshell)."""
+        best = float("inf")
+        while node is not None:
+            lines = self.untrace.get(_key(node))
+            if lines:
+                at = bisect.bisect_right(lines, start)
+                if at < len(lines):
+                    best = min(best, lines[at])
+            if node.type in ("subshell", "function_definition", "program"):
+                break
+            node = node.parent
+        return best
 
 
 def _names(text: str) -> set:
     return set(re.findall(r"\$\{?([A-Za-z_]\w*)", text))
 
 
-def _secret_traced(shell, command, secrets: set) -> bool:
-    """Whether a command the trace of this `set -x` covers may print a secret (_Reach)."""
+def _secret_traced(shell, command, secrets: set, sourced=()) -> bool:
+    """Whether a command the trace of this `set -x` covers may print a secret (_Reach): one from its line
+    to the trace's end assigns or expands a secret or a copy of one, or sources a file or runs eval
+    there (a file sourced before the trace is read when the repository holds it: `sourced`)."""
     if command.node is None or enclosing(command.node, _LOOPS_AND_FUNCTIONS) is not None:
         return True
-    reach = shell.once("xtrace reach", lambda: _Reach(shell, secrets))
+    reach = shell.once("xtrace reach", lambda: _Reach(shell, secrets, sourced))
     if reach.always:
         return True
     start = command.line
-    after = bisect.bisect_right(reach.untrace, start)
-    end = reach.untrace[after] if after < len(reach.untrace) else float("inf")
+    end = reach.end(_block(command.node), start)
     first = bisect.bisect_left(reach.touched, start)
-    return first < len(reach.touched) and reach.touched[first] <= end
+    if first < len(reach.touched) and reach.touched[first] <= end:
+        return True
+    first = bisect.bisect_left(reach.reads, start)
+    return first < len(reach.reads) and reach.reads[first] <= end
