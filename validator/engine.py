@@ -165,7 +165,9 @@ def _applies(rule, target: Target) -> bool:
 # Suffixes of other languages' source: such a file without a '#!' line is no batch script, whatever
 # #SBATCH example its comments show (sbatch itself refuses a script without '#!': sbatch.c, _get_script_buffer).
 OTHER_LANGUAGE = {".jl", ".py", ".r", ".m", ".c", ".cc", ".cpp", ".h", ".hpp", ".f", ".f90", ".go", ".rs", ".js",
-                  ".ts", ".java", ".lua", ".rb", ".md", ".rst", ".tex", ".ipynb", ".yaml", ".yml", ".json", ".toml"}
+                  ".ts", ".java", ".lua", ".rb", ".md", ".rst", ".tex", ".ipynb", ".yaml", ".yml", ".json", ".toml",
+                  # documents that quote jobs in source blocks: Emacs Org (#+BEGIN_SRC, round 159), AsciiDoc
+                  ".org", ".adoc"}
 
 
 # make's own files: their recipes pipe whole jobs into sbatch (`printf "#!/bin/bash\n#SBATCH ..." | sbatch`),

@@ -435,11 +435,19 @@ def helper_step(shell, command) -> bool:
     return inner is not None and all(_per_node(shell, c) for c in inner.commands)
 
 
+# A program asked only for its version or its help (`python --version`, `nvcc -V`): it prints and exits,
+# alone (round one hundred and fifty-nine: `srun -N 1 bash -c "hostname; python --version"`)
+_ONLY_INFO = {"--version", "-V", "-version", "--help", "-h"}
+
+
 def _per_node(shell, command) -> bool:
-    """A command of a step's payload that each node runs alone: a per-node program, or python running
-    a helper script by its name (`python3 data/shakespeare_char/prepare.py`: round forty)."""
+    """A command of a step's payload that each node runs alone: a per-node program, a program asked
+    only for its version, or python running a helper script by its name (`python3
+    data/shakespeare_char/prepare.py`: round forty)."""
     name = _resolved(shell, command.name).rsplit("/", 1)[-1]
     if name in _PER_NODE or _NODE_TOOL.match(name):
+        return True
+    if len(command.args) == 1 and command.args[0].value in _ONLY_INFO:
         return True
     script = next((a for a in command.args if not a.raw.startswith("-")), None)
     return name.startswith("python") and script is not None and _helper_script(script.raw)
