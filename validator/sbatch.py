@@ -276,7 +276,7 @@ VALUE_TYPES = {"nodes": (_RANGE, "a node count or min-max range"), "ntasks": _TA
 # (++N++, ~~N~~, ^^N^^, !!N!!, ==N==, ::N::). Only there: in a job name, a comment or a password the same
 # marks are text (`--job-name=~~nightly~~`, `# !!IMPORTANT!!`, `DB_PASSWORD=++Hunter22++`), and two dashes and
 # a name (`-N --N--`) are option syntax.
-MARK_TOKEN = re.compile("|".join(rf"{m}{{{n},}}[A-Za-z_][\w-]{{0,62}}?{m}{{{n},}}"
+_MARK_TOKEN = re.compile("|".join(rf"{m}{{{n},}}[A-Za-z_][\w-]{{0,62}}?{m}{{{n},}}"
                                   for m, n in ((r"\-", 3), (r"\+", 2), ("~", 2), (r"\^", 2), ("!", 2), ("=", 2), (":", 2))))
 
 
@@ -402,8 +402,8 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     script.template_lines = [d.line for d in script.directives if _TEMPLATE.search(d.text)]
     # a writer's ---KEY--- marks: the whole value of a count, size or time, or the whole directive
     # (`#SBATCH ~~EXTRA_DIRECTIVES~~`)
-    whole = {d.line for d in script.directives if MARK_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
-    marked = {o.line for o in script.options if o.name in VALUE_TYPES and o.value and MARK_TOKEN.fullmatch(o.value)}
+    whole = {d.line for d in script.directives if _MARK_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
+    marked = {o.line for o in script.options if o.name in VALUE_TYPES and o.value and _MARK_TOKEN.fullmatch(o.value)}
     script.template_lines = sorted(set(script.template_lines) | marked | whole)
     for option in script.options:
         if option.line in whole:

@@ -196,23 +196,30 @@ def _no_array(finding: Finding, script) -> bool:
 
 
 def _array_names(script) -> set[str]:
-    """Names the script makes arrays: `name=(`, `name+=(`, `declare|local|typeset|readonly -a|-A ... name`,
-    `read -a name`, `readarray|mapfile [options] name`; read once per script."""
-    def build() -> set[str]:
-        text = _text(script)
-        declared = {name for match in _ARRAY_DECLARED.finditer(text) for name in re.findall(r"\w+", match.group(1))}
-        return set(_ARRAY_MADE.findall(text)) | declared
+    """Names the script makes arrays, from its parse: `name=(...)`, `name+=(...)`, `name[i]=value`,
+    `read -a name`, `readarray|mapfile [options] name`, and (no value) `declare|local|typeset -a|-A name`;
+    read once per script."""
     shell = getattr(script, "shell", None)
-    return shell.once("array names", build) if shell is not None else build()
+    if shell is None:
+        return set()
+
+    def build() -> set[str]:
+        names = {a.name.split("[", 1)[0] for a in shell.assignments if a.raw.startswith("(") or "[" in a.name}
+        for command in shell.named("read", "readarray", "mapfile"):
+            words = [w.value or "" for w in command.args]
+            if command.name != "read" or any(w.startswith("-") and "a" in w[1:] for w in words):
+                names.update(w for w in words[-1:] if w.isidentifier())
+        names.update(name for match in _ARRAY_DECLARED.finditer(_text(script))
+                     for name in re.findall(r"[A-Za-z_]\w*", match.group(1)))
+        return names
+    return shell.once("array names", build)
 
 
 # Arrays bash sets itself (bash(1), Shell Variables, bash 5.2.15)
 _BASH_ARRAYS = {"BASH_REMATCH", "PIPESTATUS", "BASH_SOURCE", "FUNCNAME", "BASH_ARGV", "BASH_ARGC", "BASH_LINENO",
                 "BASH_VERSINFO", "GROUPS", "DIRSTACK", "COMP_WORDS", "BASH_ALIASES", "BASH_CMDS", "COPROC"}
-# `name=(`, `name+=(`, and an element's assignment `name[i]=` / `name[i]+=`
-_ARRAY_MADE = re.compile(r"(?<![\w$])(\w{1,128})(?:\+?=\(|\[[^\]\n]{0,200}\]\+?=)")
-_ARRAY_DECLARED = re.compile(r"(?:\b(?:declare|local|typeset|readonly)\s+-\w*[aA]\w*|\bread\s+(?:-\w+\s+)*-\w*a"
-                             r"|\b(?:readarray|mapfile)(?:\s+-\w+(?:\s+\S+)?)*)((?:\s+[A-Za-z_]\w*)+)")
+# `declare -a name`, `local -A name` with no value (not an assignment of the parse)
+_ARRAY_DECLARED = re.compile(r"^\s*(?:declare|local|typeset|readonly)\s+-\w*[aA]\w*((?:\s+[A-Za-z_]\w*)+)\s*$", re.M)
 
 
 _ANGLE_TOKEN = re.compile(r"<[A-Za-z_][\w.-]{0,62}>")

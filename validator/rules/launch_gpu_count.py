@@ -119,9 +119,10 @@ def _made_visible(command) -> int | None:
         return None
     # `CUDA_VISIBLE_DEVICES=0,1 srun torchrun`: srun's prefix; `... nohup|timeout 9h|numactl ... torchrun`
     # passes the environment on to the launcher it execs
-    before = node.text[:max(0, command.args[0].node.start_byte - node.start_byte) if command.args and
-                       command.args[0].node is not None else len(node.text)].decode("utf-8", "replace")
-    if any(word.strip("\"'").rsplit("/", 1)[-1] == "srun" for word in before.split()):
+    first = command.args[0].node if command.args else None
+    end = first.start_byte - node.start_byte if first is not None else len(node.text)
+    words = node.text[:max(0, end)].decode("utf-8", "replace").split()  # the prefix, wrappers and launcher
+    if any(word.strip("\"'").rsplit("/", 1)[-1] == "srun" for word in words):
         return None
     for child in node.children:
         if child.type != "variable_assignment":

@@ -29,7 +29,7 @@ Holds for: 22.05-26.05.
 """
 import re
 
-from validator.sbatch import MARK_TOKEN, VALUE_TYPES, mail_events, placeholder
+from validator.sbatch import VALUE_TYPES, mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -111,8 +111,6 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
         option.line for option in parsed.options if option.name in TYPES and option.value
         and re.fullmatch(r"[A-Z][A-Z0-9_]+", option.value) and not TYPES[option.name][0].fullmatch(option.value)
         and _named_in_file_name(option.value, file_name)}
-    lines |= {option.line for option in parsed.options
-              if option.name in TYPES and option.value and MARK_TOKEN.fullmatch(option.value)}
     tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
     if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
             {name for _, _, name in typed}):
@@ -136,7 +134,8 @@ def check(target):
                f"'{found.group(0)}' is a template placeholder: this file is a template (reported once, for every "
                "placeholder line); fill in or render it before sbatch")
     for option in parsed.options:
-        if option.line in parsed.placeholder_lines or option.line in tokens:
+        # template_lines: also a writer's ---KEY--- marks (sbatch._MARK_TOKEN), which the parser finds
+        if option.line in parsed.placeholder_lines or option.line in tokens or option.line in parsed.template_lines:
             continue
         value = option.value
         if option.name is None or option.problem or value is None:
