@@ -54,9 +54,43 @@ BAD = bad_batch("srun --kill-on-bad-exit=1 ", "time srun ")
 
 
 _TASK_COUNTS = ("nodes", "ntasks", "ntasks-per-node", "tasks-per-node", "ntasks-per-gpu")
-# Programs whose tasks work together: when one dies, the others block in a collective.
-_COUPLED = ("python", "torchrun", "accelerate", "deepspeed", "composer", "mpirun", "_perf", "torch.distributed",
-            "megatron", "nemo", "train", "pretrain")
+# Signs that the tasks of a step are one program of many processes, which block in a collective when one
+# of them dies: a rendezvous or process group, a collective library, MPI, a distributed framework, a
+# training. One table, read in four places; each sign counts where its row says:
+#   step:   the srun line's own words (a step left in the background whose tasks still form one program)
+#   code:   the code of `python -c CODE` (a task that checks its own GPU with plain torch joins nothing:
+#           round seventy-three's GPU-binding job; torch joins tasks only through torch.distributed)
+#   quoted: a single-quoted shell payload (`srun bash -c '...'`): naming any program that may be a rank
+#   file:   anywhere in the job script (an opaque `srun ./task.sh` in a job that shows no sign is per-node)
+_SIGNS = (
+    (r"torchrun|torch\.distributed", "step code quoted file"),
+    (r"init_process_group", "step code file"),
+    (r"distributed", "code"),
+    (r"deepspeed", "step code quoted file"),
+    (r"accelerate\s+launch", "step"),
+    (r"accelerate", "code quoted file"),
+    (r"mpirun|mpiexec", "step quoted file"),
+    (r"mpi4py|\bMPI\b", "code file"),
+    (r"horovod|\bjax\b|lightning", "code file"),
+    (r"nccl", "code file"),
+    (r"rccl|\bgloo\b|\bpmi|\bucx|(open|intel|cray-|\b)mpi|mpi(ch|_)", "file"),
+    (r"tensorflow|\bray\b|\bdask", "code"),
+    (r"python|composer|_perf|nemo|train", "quoted"),  # any program that may be a rank, a training by its name
+    (r"megatron", "quoted file"),
+    (r"MASTER_ADDR|rdzv", "step file"),
+    # bounded: `--constraint` holds "train", `mnemonic` "nemo"
+    (r"MASTER_PORT|WORLD_SIZE|NODE_?RANK|torch|(\b|_)(ddp|fsdp|nemo)(\b|_)|(\b|_|pre)train", "file"),
+    (r"--nnodes|--num[_-]nodes|--dist[_-]init|--node[_-]rank|--master[_-]addr|--tp\b|tensor[_-]parallel"
+     r"|pipeline[_-]parallel", "step"),
+)
+
+
+def _signs(where: str):
+    """One regex of every sign that counts in `where` (step, code, quoted, file), case-insensitive."""
+    return re.compile("|".join(f"(?:{pattern})" for pattern, places in _SIGNS if where in places.split()), re.I)
+
+
+_STEP_SIGNS, _CODE_SIGNS, _QUOTED_SIGNS, _FILE_SIGNS = (_signs(w) for w in ("step", "code", "quoted", "file"))
 
 
 def _one_task(shell, parsed, command, strict) -> bool:
@@ -291,13 +325,6 @@ def _own_shard(text: str) -> bool:
     """The task id handed over as a shard's number: a bounded look behind each $SLURM_PROCID (linear
     in the text, whatever its words' length)."""
     return any(_SHARD_NAME.search(text[max(0, m.start() - 48):m.start()]) for m in _TASK_ID.finditer(text))
-# `python -c CODE` whose code imports nothing that joins tasks (an mllog event, a file check): each
-# task runs it alone.
-# `import torch; print(torch.cuda.current_device())` checks the task's own GPU (round seventy-three's
-# GPU-binding job): torch joins tasks only through torch.distributed ("distributed" below) or a library
-# on top of it.
-_JOINS = ("distributed", "mpi4py", "MPI", "horovod", "jax", "nccl", "deepspeed",
-          "init_process_group", "tensorflow", "ray", "dask", "accelerate", "lightning")
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh,
 # config_env_ddp.sh or setup_venv.sh (a virtualenv built on each node before the training step: round
 # twenty-four, 3 of 3 judged false), slurm-metadata.sh or collect-node-info.sh (what each node has:
@@ -466,8 +493,10 @@ def _python_code(words) -> str | None:
 
 
 def _local_code(words) -> bool:
+    """`python -c CODE` whose code shows no sign of joining other tasks (_SIGNS, "code": an mllog event,
+    a file check, a look at the task's own GPU): each task runs it alone."""
     code = _python_code(words)
-    return code is not None and not any(marker in code for marker in _JOINS)
+    return code is not None and not _CODE_SIGNS.search(code)
 
 
 def _local_python(command) -> bool:
@@ -581,20 +610,14 @@ def _independent(shell, command) -> bool:
             return True
         if all(_per_node(shell, c) or _local_python(c) for c in inner.commands):
             return True  # echo, export, then a local `python -c` check on each task's own GPU
-    return payload.raw.startswith("'") and not any(word in payload.raw for word in _COUPLED) \
-        and not command.has_flag("--mpi")
+    return payload.raw.startswith("'") and not _QUOTED_SIGNS.search(payload.raw) and not command.has_flag("--mpi")
 
 
-# Signs anywhere in a job script that its steps run one program of many processes: a rendezvous or
-# process group, a collective library, a distributed framework, MPI, a training.
-_DISTRIBUTED_HINT = re.compile(r"(?i)MASTER_(ADDR|PORT)|WORLD_SIZE|NODE_?RANK|NCCL|RCCL|\bgloo\b|rdzv|torch"
-                               r"|(\b|_)(ddp|fsdp|nemo)(\b|_)|deepspeed|horovod|accelerate|lightning|\bjax\b|megatron"
-                               r"|(\b|_|pre)train|(open|intel|cray-|\b)mpi|mpi(run|exec|ch|4py|_)|\bpmi|\bucx")
 
 
 def _opaque_script(shell, command) -> bool:
     """The step runs a shell script the validator cannot see into (`srun ./hello.sh`, `srun bash
-    task.sh`) in a job script that shows no sign of a distributed program (_DISTRIBUTED_HINT): its
+    task.sh`) in a job script that shows no sign of a distributed program (_SIGNS, "file"): its
     tasks are as often independent copies (an echo of each task's host, a share of a file list, a
     per-node daemon) as ranks of one program. Judged on read rounds: 14 false, 5 true (rounds 29, 43,
     44, 62, 72, 91, 102, 114, 117 against round fifty's and one hundred and eleven's): the strict
@@ -621,11 +644,6 @@ def _ends_after_first_exit(shell, own) -> bool:
     return wait is not None and as_int(wait.value) is not None and as_int(wait.value) > 0
 
 
-# Words of a step whose tasks form one program across nodes, as a server or a training: its tasks wait
-# for each other even when the batch script does not wait for the step.
-_ONE_PROGRAM = re.compile(r"--nnodes|--num[_-]nodes|--dist[_-]init|--node[_-]rank|--master[_-]addr|MASTER_ADDR|rdzv"
-                          r"|torchrun|torch\.distributed|deepspeed|accelerate\s+launch|mpirun|mpiexec|--tp\b"
-                          r"|tensor[_-]parallel|pipeline[_-]parallel|init_process_group")
 
 
 def _never_waited(shell, command) -> bool:
@@ -639,14 +657,14 @@ def _never_waited(shell, command) -> bool:
     serve-data.py &` beside `mpirun ... & wait $MPI_PID`; round thirty-four: Ray's workers through
     `shifter ./start-worker.sh &` before the driver; round ninety-four: `srun dask-mpi ... &` before
     `jupyter notebook`, the job's foreground work). Not where the step's words say its tasks form one
-    program across nodes (_ONE_PROGRAM: a two-node SGLang server), where the variable that keeps its
+    program across nodes (_SIGNS, "step": a two-node SGLang server), where the variable that keeps its
     `$!` is read again (waited for, polled with kill -0, collected in an array), where a wait may
     collect it (a bare `wait`, `wait -n`, `wait %1`, `wait $!`, `wait $(jobs -p)`, a wait in a
     function, a wait on a variable that keeps no other step's PID), nor where nothing follows it that
     the job waits on (then it is the job's only work)."""
     if command.node is None or not backgrounded(command):
         return False
-    if _ONE_PROGRAM.search(" ".join(a.raw for a in command.args)):
+    if _STEP_SIGNS.search(" ".join(a.raw for a in command.args)):
         return False
     facts = _wait_facts(shell)
     own = _pid_variable(command.node)
@@ -749,7 +767,7 @@ def check(target):
     # SLURM_KILL_BAD_EXIT=1 in the environment is srun's --kill-on-bad-exit=1 for every step
     if any(a.name == "SLURM_KILL_BAD_EXIT" and a.value == "1" and a.exported for a in shell.assignments):
         return
-    hinted = _DISTRIBUTED_HINT.search("\n".join(lines)) is not None  # once per file: linear
+    hinted = _FILE_SIGNS.search("\n".join(lines)) is not None  # once per file: linear
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
