@@ -97,7 +97,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2070" and _tests_a_job_variable(finding, script):
         return False
-    if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)):
+    if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)
+                                                 or _reported_template(finding, script)):
         return False
     if finding.rule == "SC1143" and _only_comments_after(finding, script):
         return False
@@ -246,6 +247,20 @@ def _filled_here(finding: Finding, script) -> bool:
     return any(re.search(r"\bs([:/|#,@!%])" + re.escape(token) + r"\1|\.replace\(\s*[\"']" + re.escape(token)
                          + r"[\"']|//" + re.escape(token) + "/", code)
                for token in set(_ANGLE_TOKEN.findall(line)))
+
+
+def _reported_template(finding: Finding, script) -> bool:
+    """A parse error at a `<token>` (`source <source>`, `python <dir>/run.py`) in a file whose directives
+    hold a person's placeholders (`#SBATCH --account=<account>`): sbatch-bad-value reports that file once
+    as a template to fill in before sbatch ("reported once, for every placeholder line"); the token in
+    the commands is the same unfilled template, not a second defect (round one hundred and sixty-two: a
+    package's batch template whose every value and path is a `<token>`)."""
+    parsed = getattr(script, "parsed", None)
+    if parsed is None or not any(match.start() < finding.col <= match.end() + 1
+                                 for match in _ANGLE_TOKEN.finditer(_line(finding, script))):
+        return False
+    from validator.rules.sbatch_bad_value import template_placeholder_lines
+    return bool(template_placeholder_lines(parsed))
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:

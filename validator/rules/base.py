@@ -588,6 +588,50 @@ def enclosing(node, kinds):
     return node
 
 
+_TESTS = {"test", "[", "[[", "grep", "egrep", "fgrep", "zgrep", "cmp", "diff"}
+
+
+def _is_test(node) -> bool:
+    """A condition that tests something: `[ ! -f out ]`, `[[ $n -gt 0 ]]`, `test -s log`, `grep -q ERR log`
+    (also negated: `! grep -q done log`)."""
+    while node is not None and node.type == "negated_command":
+        node = node.named_children[0] if node.named_children else None
+    if node is None:
+        return False
+    if node.type == "test_command":
+        return True
+    name = node.child_by_field_name("name") if node.type == "command" else None
+    return name is not None and name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] in _TESTS
+
+
+def checks_results_after(shell, start_byte: int) -> bool:
+    """After `start_byte`, outside functions, the batch shell tests what the work left behind and fails
+    the job when a test fails: an `exit N` (N a literal other than 0) in the branch of an `if` whose
+    condition is a test, or after `||` or `&&` behind one (`[ -s out.nc ] || exit 1`). A step that failed leaves
+    its results missing or wrong, so the job still ends FAILED although the step's own status is lost
+    (bash(1): a script's status is that of its `exit`). Round one hundred and sixty-two: NEMO jobs that
+    look for 'E R R O R' in ocean.output and compare time.step with nn_itend after the step, and exit 1
+    when either is off. `cd DIR || exit 1` tests no result."""
+    for command in shell.named("exit"):
+        node = command.node
+        if node is None or node.start_byte < start_byte or in_function(node):
+            continue
+        status = as_int(command.args[0].value) if command.args else None
+        if not status:
+            continue
+        child, parent = node, node.parent
+        while parent is not None and parent.type not in ("program", "function_definition"):
+            if parent.type == "if_statement" and any(
+                    parent.field_name_for_child(i) == "condition" and _is_test(c)
+                    for i, c in enumerate(parent.children)):
+                return True
+            if parent.type == "list" and parent.children and parent.children[0] != child \
+                    and any(c.type in ("||", "&&") for c in parent.children) and _is_test(parent.children[0]):
+                return True
+            child, parent = parent, parent.parent
+    return False
+
+
 def enclosing_command(node):
     """The simple command (tree-sitter 'command' node) a word or expansion is part of, or None."""
     found = enclosing(node, ("command", "program"))

@@ -11,12 +11,14 @@ background work started since the batch shell's previous bare wait has nothing t
 ninety-five: a second `wait` after the first collected every step; a `wait` before the functions that
 start the steps are called); in a loop, work started later in the body counts. A previous wait
 counts where it surely ran: at the script's top level or in the body of a loop there, not in a
-branch, a subshell or a list that may leave it out.
+branch, a subshell or a list that may leave it out. Nor is a bare wait reported where the batch shell
+then tests the work's results and exits non-zero when a test fails (checks_results_after in
+rules/base.py: `[ -f ocean.output ] || exit 1`): a failed step still fails the job.
 """
 import bisect
 import re
 
-from validator.rules.base import WORK_PROGRAMS, backgrounded, enclosing, interactive_server
+from validator.rules.base import WORK_PROGRAMS, backgrounded, checks_results_after, enclosing, interactive_server
 from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-bare-wait"
@@ -125,7 +127,7 @@ def check(target):
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if _always_runs(command.node) or in_body and _always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
-        if started:
+        if started and not checks_results_after(shell, command.node.end_byte):
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

@@ -4,8 +4,9 @@ Premise: SLURM_NODEID, SLURM_PROCID and SLURM_LOCALID are set per task by slurms
 src/common/env.c at slurm-22-05-0-1 and slurm-26-05-1-1), SLURM_GPUS_ON_NODE per node
 (gres_common.c); in the batch shell they are node 0's, task 0's. Holds for: 22.05-26.05.
 Not reported where node 0's value does no harm:
-- a one-node job (--nodes=1) of one task per node, or SLURM_NODEID / SLURM_GPUS_ON_NODE on one
-  node: node 0's value is the only one;
+- a one-node job (--nodes=1) of one task per node (asked for, or by default: no option that sets
+  the task count, nor --cpus-per-task, which changes the default; sbatch.1, -n), or SLURM_NODEID /
+  SLURM_GPUS_ON_NODE on one node: node 0's value is the only one;
 - the value is passed as torchrun's --node_rank with --rdzv_backend c10d: torchrun gives the
   rendezvous the node rank only for the static backend (torch/distributed/run.py at torch 2.13.0, config_from_args:
   `if args.rdzv_backend == "static": rdzv_configs["rank"] = args.node_rank`); the c10d rendezvous
@@ -77,11 +78,21 @@ _READ_BY_RUNTIME = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE
                     "RANK"}
 
 
+# Options that set a job's task count, or change sbatch's default of one task per node ("The default is
+# one task per node, but note that the --cpus-per-task option will change this default": sbatch.1, -n,
+# at slurm-22-05-0-1 and slurm-26-05-1-1)
+_TASK_COUNT_OPTIONS = ("ntasks", "ntasks-per-node", "tasks-per-node", "ntasks-per-socket", "ntasks-per-core",
+                       "ntasks-per-gpu", "gpus-per-task", "cpus-per-task")
+
+
 def _one_value(parsed, name: str) -> bool:
-    """One node, and for per-task names one task on it: node 0's value is the only one."""
+    """One node, and for per-task names one task on it (asked for, or sbatch's default where no option
+    sets the task count: round one hundred and sixty-three's one-node `srun python task5.py`): node 0's
+    value is the only one."""
     if parsed.value("nodes") not in ("1", "1-1"):
         return False
-    return name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks"))
+    return name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks")) \
+        or not any(parsed.get(option) for option in _TASK_COUNT_OPTIONS)
 
 
 

@@ -57,6 +57,13 @@ def _free_text(parsed, line: int) -> bool:
     return bool(names) and names <= FREE_TEXT
 
 
+def template_placeholder_lines(parsed) -> list[int]:
+    """The directives whose placeholders a person fills in (<ACCOUNT>, YOUR_PROJECT; a tool fills in
+    {{ nodes }}: template_lines), outside free text: where there is one, this rule reports the file once
+    as a template."""
+    return [line for line in parsed.placeholder_lines if not _free_text(parsed, line) and not _engine_only(parsed, line)]
+
+
 def _engine_only(parsed, line: int) -> bool:
     """Every placeholder of the directive is a template engine's ({{ }}, {% %}, @[X], @X@) or a
     driver's `##Name##` token in the value's place."""
@@ -123,9 +130,7 @@ def check(target):
     parsed = script.parsed
     tokens = _generator_lines(parsed, {a.name for a in script.shell.assignments},
                               script.display.replace("\\", "/").rsplit("/", 1)[-1])
-    # a person fills in <ACCOUNT> or YOUR_PROJECT; a tool fills in {{ nodes }} (template_lines)
-    blocking = [line for line in parsed.placeholder_lines if not _free_text(parsed, line)
-                and not _engine_only(parsed, line)]
+    blocking = template_placeholder_lines(parsed)
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
         directive = next(d for d in parsed.directives if d.line == line)
