@@ -49,3 +49,81 @@ def redact(text: str) -> str:
     text = TOKEN_FORMATS.sub(lambda m: f"<{issuer(m.group(0))[2:].lstrip(' ')} redacted>", text)
     return _NAMED_VALUE.sub(lambda m: f"{m.group(1)}={m.group(2)}<redacted>" if is_secret(m.group(1)) else m.group(0),
                             text)
+
+
+# What a script's variables hold, read from its shell parse (validator.shell): the rules that look for a
+# secret where it may be printed (security-secret-echo, security-xtrace) read "holds a secret" here, once.
+_PUBLIC = {"USER", "LOGNAME", "HOSTNAME", "HOME", "RANDOM", "PWD"}
+_EXPANDED = re.compile(r"\$\{?(\w+)")
+
+
+def built_from_public(shell, name: str, seen: dict, depth: int = 0) -> bool:
+    """Every value the script gives NAME is made of expansions of public names and literal glue, with
+    at least one expansion and no command substitution (`$(openssl rand ...)` makes a secret). A
+    public name is the user's, a SLURM_ value, or a variable of the script's own whose every value is
+    itself public or a plain literal with no command substitution (`port=$((RANDOM % 1000 + 50000))`),
+    followed through other variables (`rand=$(openssl rand -hex 24)`, `token=${rand}` stays secret).
+    Memoised per name (`seen`): linear in the script."""
+    if name in seen:
+        return seen[name]
+    seen[name] = False  # a cycle, or too deep: not shown public
+    assignments = shell.assigned(name)
+    ok = bool(assignments) and depth < 8
+    for assignment in assignments if ok else ():
+        raw = assignment.raw.split("=", 1)[-1]
+        names = _EXPANDED.findall(raw)
+        if not names or "$(" in raw.replace("$((", "") or "`" in raw:
+            ok = False
+            break
+        for used in names:
+            if used.isdigit() or is_secret(used):
+                ok = False
+            elif used not in _PUBLIC and not used.startswith("SLURM_"):
+                ok = _plain_or_public(shell, used, seen, depth + 1)
+            if not ok:
+                break
+        if not ok:
+            break
+    seen[name] = ok
+    return ok
+
+
+def _plain_or_public(shell, name: str, seen: dict, depth: int) -> bool:
+    """A variable of the script's own that holds nothing secret: every value a literal or arithmetic
+    without command substitution, or itself built from public names."""
+    assignments = shell.assigned(name)
+    if assignments and all("$" not in a.raw.split("=", 1)[-1].replace("$((", "", 1) and "`" not in a.raw
+                           for a in assignments):
+        return True
+    return built_from_public(shell, name, seen, depth)
+
+
+_READ = re.compile(r"\$\{?([A-Za-z_]\w*)(?![\w]|:?[+?])")  # `${KEY:+yes}` and `${KEY:?unset}` say only whether it is set
+
+
+def secret_holders(shell) -> frozenset:
+    """The variables of a script that hold a secret: each secret-named one (is_secret) that the script does
+    not build only from public names (built_from_public), and every variable whose value reads one of
+    them, followed through copies of copies (`AUTH="Bearer ${HF_TOKEN}"`, `ARGS=(--token "$HF_TOKEN")`).
+    One walk over "read by" edges, once per script: a chain of 10,000 copies stays linear."""
+    def walk():
+        seen: dict = {}
+        names = {a.name for a in shell.assignments} | {e.name for e in shell.expansions}
+        seeds = {name for name in names if is_secret(name) and not built_from_public(shell, name, seen)}
+        return frozenset(copies(shell, seeds))
+    return shell.once("secret holders", walk)
+
+
+def copies(shell, seeds) -> set:
+    """`seeds` and every variable whose assigned value reads one of them, through copies of copies."""
+    readers: dict[str, set] = {}
+    for assignment in shell.assignments:
+        for name in _READ.findall(assignment.raw.split("=", 1)[-1]):
+            readers.setdefault(name, set()).add(assignment.name)
+    tainted, todo = set(seeds), list(seeds)
+    while todo:
+        for reader in readers.get(todo.pop(), ()):
+            if reader not in tainted:
+                tainted.add(reader)
+                todo.append(reader)
+    return tainted

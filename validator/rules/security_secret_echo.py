@@ -6,13 +6,15 @@ every Slurm release (no Slurm behaviour involved). Only what reaches the job's s
 (`echo "$TOKEN" | docker login --password-stdin`), redirected to a file, captured by `$( )`, or
 inside a function whose every call is captured by `$( )` (a function returning the token) prints
 nothing into the log. A pipe into tee, or a redirection to the terminal's streams, still does.
-A "token" the script builds only from what is no secret (`jupyter_token=${USER}_${jupyter_port}`:
-the user's name and a port the same echo prints) guards nothing and is not reported (round one hundred
-and twenty-one: three Jupyter launchers that print their URL for the user to open).
+What holds a secret is validator.secrets.secret_holders, shared with security-xtrace: a secret-named
+variable, but not a "token" the script builds only from what is no secret (`jupyter_token=${USER}_${jupyter_port}`:
+the user's name and a port the same echo prints; round one hundred and twenty-one: three Jupyter
+launchers that print their URL for the user to open), and every variable whose value the script
+builds from one (`AUTH="Bearer $HF_TOKEN"`).
 """
 import re
 
-from validator.secrets import is_secret
+from validator.secrets import secret_holders
 ID = "security-secret-echo"
 SEVERITY = "error"
 SCOPE = "script"
@@ -66,58 +68,13 @@ def _captured(node, shell, depth: int = 0) -> bool:
     return False
 
 
-_PUBLIC = {"USER", "LOGNAME", "HOSTNAME", "HOME", "RANDOM", "PWD"}
-_EXPANDED = re.compile(r"\$\{?(\w+)")
-
-
-def _built_from_public(shell, name: str, seen: dict, depth: int = 0) -> bool:
-    """Every value the script gives NAME is made of expansions of public names and literal glue, with
-    at least one expansion and no command substitution (`$(openssl rand ...)` makes a secret). A
-    public name is the user's, a SLURM_ value, or a variable of the script's own whose every value is
-    itself public or a plain literal with no command substitution (`port=$((RANDOM % 1000 + 50000))`),
-    followed through other variables (`rand=$(openssl rand -hex 24)`, `token=${rand}` stays secret).
-    Memoised per name (`seen`): linear in the script."""
-    if name in seen:
-        return seen[name]
-    seen[name] = False  # a cycle, or too deep: not shown public
-    assignments = shell.assigned(name)
-    ok = bool(assignments) and depth < 8
-    for assignment in assignments if ok else ():
-        raw = assignment.raw.split("=", 1)[-1]
-        names = _EXPANDED.findall(raw)
-        if not names or "$(" in raw.replace("$((", "") or "`" in raw:
-            ok = False
-            break
-        for used in names:
-            if used.isdigit() or is_secret(used):
-                ok = False
-            elif used not in _PUBLIC and not used.startswith("SLURM_"):
-                ok = _plain_or_public(shell, used, seen, depth + 1)
-            if not ok:
-                break
-        if not ok:
-            break
-    seen[name] = ok
-    return ok
-
-
-def _plain_or_public(shell, name: str, seen: dict, depth: int) -> bool:
-    """A variable of the script's own that holds nothing secret: every value a literal or arithmetic
-    without command substitution, or itself built from public names."""
-    assignments = shell.assigned(name)
-    if assignments and all("$" not in a.raw.split("=", 1)[-1].replace("$((", "", 1) and "`" not in a.raw
-                           for a in assignments):
-        return True
-    return _built_from_public(shell, name, seen, depth)
-
-
 def check(target):
     import bisect
 
     shell = target.script.shell
-    seen: dict = {}
+    holders = secret_holders(shell)
     secrets = sorted(((e.node.start_byte, i, e) for i, e in enumerate(shell.expansions)
-                      if is_secret(e.name) and not _built_from_public(shell, e.name, seen)), key=lambda t: t[:2])
+                      if e.name in holders), key=lambda t: t[:2])
     starts = [s for s, _, _ in secrets]
     for command in target.script.shell.named("echo", "printf"):
         start, end = command.node.start_byte, command.node.end_byte

@@ -17,12 +17,14 @@ before). The trace ends at the first later `set +x` that surely runs with it: in
 one around it, also as `{ set +x; } 2>/dev/null` or `set +x || true`; not one in another branch, a
 function or a subshell. A file sourced before the trace that the repository does not hold
 (`source ~/miniconda3/bin/activate`) is not read: a function of it that expands the token would be missed.
+"Holds a secret" is read as security-secret-echo reads it (validator.secrets): a secret-named variable the
+script does not build only from public names, and every copy of one.
 """
 import bisect
 import re
 
 from validator.rules.base import enclosing, sourced_shells
-from validator.secrets import is_secret
+from validator.secrets import built_from_public, copies, is_secret
 ID = "security-xtrace"
 SEVERITY = "error"
 SCOPE = "script"
@@ -37,7 +39,8 @@ def check(target):
     for scope in (shell, *sourced):  # a sourced library's secrets are in scope too
         secrets |= {a.name for a in scope.assignments if is_secret(a.name)}
         secrets |= {e.name for e in scope.expansions if is_secret(e.name)}
-    secrets = sorted(secrets)
+    seen: dict = {}  # a token the script builds only from public names (${USER}_${port}) is none
+    secrets = sorted(name for name in secrets if not built_from_public(shell, name, seen))
     if not secrets:
         return
     for command in shell.commands:
@@ -90,18 +93,8 @@ class _Reach:
     the repository whose functions expand one)."""
 
     def __init__(self, shell, secrets: set, sourced):
-        # AUTH="Bearer ${HF_TOKEN}", ARGS=(--token "$HF_TOKEN"): the value is the secret's. One walk over
-        # "read by" edges from the secrets (a chain of 10,000 copies stays linear)
-        readers: dict[str, set] = {}
-        for a in shell.assignments:
-            for name in _names(a.raw):
-                readers.setdefault(name, set()).add(a.name)
-        tainted, todo = set(secrets), list(secrets)
-        while todo:
-            for reader in readers.get(todo.pop(), ()):
-                if reader not in tainted:
-                    tainted.add(reader)
-                    todo.append(reader)
+        # AUTH="Bearer ${HF_TOKEN}", ARGS=(--token "$HF_TOKEN"): the value is the secret's (secrets.copies)
+        tainted = copies(shell, secrets)
         self.untrace: dict[tuple, list[int]] = {}  # block -> lines of its set +x, in order
         for c in shell.named("set"):
             if _untraces(c) and c.node is not None:
