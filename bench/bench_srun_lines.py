@@ -1,10 +1,12 @@
 """Validator time on one script of 10,000 srun lines (issue 28: rules must be linear in the input).
 
-Four shapes, each under the 256 KiB size bound: every srun in the foreground, every srun in the
+Four shapes of 10,000 srun lines, each under the 256 KiB size bound: every srun in the foreground, every srun in the
 background with a bare `wait` after each hundred, the srun lines inside a function body
 (`compound_statement`, which launch-bare-wait walks), and every srun taking its options from an
 array (`srun "${ARGS[@]}"`, which launch-kill-on-bad-exit reads through); and "mixed", 10,000 lines
-of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset near-name and an export. shellcheck is off (--no-shellcheck): this
+of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset near-name and an export; and
+"wait-checks", 2,500 background steps each followed by a bare `wait` and a test of its result that exits
+(`[ -s out ] || exit 1`). shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -30,8 +32,11 @@ def shapes() -> dict[str, str]:
     array_args = "A=(-K1 -n2)\n" + "".join(f"srun \"${{A[@]}}\" t{i}\n" for i in range(LINES))
     mixed = "TOKEN=x\n" + "".join(f"V{i}=a\nsrun bash -c 'torchrun --nnodes=2 x.py $SLURM_PROCID' &\neval \"$V{i}\"\n"
                                    f"echo \"$T{i} $TOKEN\"\nexport N{i}=1\n" for i in range(LINES // 5))
+    # a bare wait after each step, then a test of its result (launch-bare-wait and launch-strict-mode ask
+    # checks_results_after once per wait)
+    wait_checks = "".join(f"srun -n2 ./step {i} &\nwait\n[ -s out{i} ] || exit 1\n" for i in range(LINES // 4))
     return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function,
-            "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n"}
+            "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n", "wait-checks": HEAD + wait_checks}
 
 
 def run_once(path: Path) -> float:

@@ -611,10 +611,18 @@ def checks_results_after(shell, start_byte: int) -> bool:
     its results missing or wrong, so the job still ends FAILED although the step's own status is lost
     (bash(1): a script's status is that of its `exit`). Round one hundred and sixty-two: NEMO jobs that
     look for 'E R R O R' in ocean.output and compare time.step with nn_itend after the step, and exit 1
-    when either is off. `cd DIR || exit 1` tests no result."""
+    when either is off. `cd DIR || exit 1` tests no result. The last such exit is found once per script:
+    a script of 10,000 waits asks in constant time."""
+    last = shell.once("last result check", lambda: _last_result_check(shell))
+    return last is not None and last >= start_byte
+
+
+def _last_result_check(shell) -> int | None:
+    """Where the script's last `exit N` (N not 0) behind a test starts, outside functions (None: none)."""
+    last = None
     for command in shell.named("exit"):
         node = command.node
-        if node is None or node.start_byte < start_byte or in_function(node):
+        if node is None or (last is not None and node.start_byte <= last) or in_function(node):
             continue
         status = as_int(command.args[0].value) if command.args else None
         if not status:
@@ -623,13 +631,13 @@ def checks_results_after(shell, start_byte: int) -> bool:
         while parent is not None and parent.type not in ("program", "function_definition"):
             if parent.type == "if_statement" and any(
                     parent.field_name_for_child(i) == "condition" and _is_test(c)
-                    for i, c in enumerate(parent.children)):
-                return True
-            if parent.type == "list" and parent.children and parent.children[0] != child \
+                    for i, c in enumerate(parent.children)) \
+                    or parent.type == "list" and parent.children and parent.children[0] != child \
                     and any(c.type in ("||", "&&") for c in parent.children) and _is_test(parent.children[0]):
-                return True
+                last = node.start_byte
+                break
             child, parent = parent, parent.parent
-    return False
+    return last
 
 
 def enclosing_command(node):
