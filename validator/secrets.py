@@ -98,7 +98,12 @@ def _plain_or_public(shell, name: str, seen: dict, depth: int) -> bool:
     return built_from_public(shell, name, seen, depth)
 
 
-_READ = re.compile(r"\$\{?([A-Za-z_]\w*)(?![\w]|:?[+?])")  # `${KEY:+yes}` and `${KEY:?unset}` say only whether it is set
+# A read that hands the value on: `$KEY`, `${KEY}`, `${KEY:-default}`; not `${KEY:+yes}` or `${KEY:?unset}`
+# (whether it is set), `${KEY//?/*}` (a mask) or `${#KEY}` (a length)
+_READ = re.compile(r"\$(?:\{([A-Za-z_]\w*)(?![\w/]|:?[+?])|([A-Za-z_]\w*))")
+# `$( ... )` and backticks: what the command prints, not the value read inside it
+# (`HAVE=$([ -n "$HF_TOKEN" ] && echo yes)`, `HASH=$(printf %s "$HF_TOKEN" | sha256sum)`)
+_SUBSTITUTION = re.compile(r"\$\((?!\()(?:[^()]|\([^()]*\))*\)|`[^`]*`")
 
 
 def secret_holders(shell) -> frozenset:
@@ -115,11 +120,13 @@ def secret_holders(shell) -> frozenset:
 
 
 def copies(shell, seeds) -> set:
-    """`seeds` and every variable whose assigned value reads one of them, through copies of copies."""
+    """`seeds` and every variable whose assigned value reads one of them, through copies of copies. The
+    order of assignments is not read: a variable once given a secret's value counts as holding it."""
     readers: dict[str, set] = {}
     for assignment in shell.assignments:
-        for name in _READ.findall(assignment.raw.split("=", 1)[-1]):
-            readers.setdefault(name, set()).add(assignment.name)
+        value = _SUBSTITUTION.sub("", assignment.raw.split("=", 1)[-1])
+        for braced, plain in _READ.findall(value):
+            readers.setdefault(braced or plain, set()).add(assignment.name)
     tainted, todo = set(seeds), list(seeds)
     while todo:
         for reader in readers.get(todo.pop(), ()):

@@ -99,8 +99,10 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2070" and _tests_a_job_variable(finding, script):
         return False
-    if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)
-                                                 or _reported_template(finding, script)):
+    if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)):
+        return False
+    # `if [ -d <dir> ]`: SC1019 (no argument for -d) is the same unfilled token
+    if finding.rule in ("SC1072", "SC1073", "SC1019") and _reported_template(finding, script):
         return False
     if finding.rule == "SC1143" and _only_comments_after(finding, script):
         return False
@@ -258,8 +260,8 @@ def _reported_template(finding: Finding, script) -> bool:
     the commands is the same unfilled template, not a second defect (round one hundred and sixty-two: a
     package's batch template whose every value and path is a `<token>`)."""
     parsed = getattr(script, "parsed", None)
-    if parsed is None or not any(match.start() < finding.col <= match.end() + 1
-                                 for match in _ANGLE_TOKEN.finditer(_line(finding, script))):
+    # the line, not the column: SC1073 points at the construct's start (`if`, `>`), SC1072 past it
+    if parsed is None or not _ANGLE_TOKEN.search(_line(finding, script)):
         return False
     from validator.rules.sbatch_bad_value import template_placeholder_lines
     return bool(template_placeholder_lines(parsed))

@@ -588,55 +588,71 @@ def enclosing(node, kinds):
     return node
 
 
-_TESTS = {"test", "[", "[[", "grep", "egrep", "fgrep", "zgrep", "cmp", "diff"}
+# A test of what a run left behind: a file test, or a program that reads files (grep, cmp, diff)
+_FILE_TESTS = {"-f", "-s", "-e", "-d", "-r", "-L", "-h", "-nt", "-ot"}
+_READS_FILES = {"grep", "egrep", "fgrep", "zgrep", "cmp", "diff"}
 
 
-def _is_test(node) -> bool:
-    """A condition that tests something: `[ ! -f out ]`, `[[ $n -gt 0 ]]`, `test -s log`, `grep -q ERR log`
-    (also negated: `! grep -q done log`)."""
+def _is_result_test(node) -> bool:
+    """A condition that tests files the run left behind: `[ ! -f out.nc ]`, `[[ -s log ]]`, `test -e x`,
+    `grep -q ERROR log` (also negated). Not a string or number test (`[ -z "$SLURM_JOB_ID" ]`): it
+    says nothing of the run."""
     while node is not None and node.type == "negated_command":
         node = node.named_children[0] if node.named_children else None
     if node is None:
         return False
-    if node.type == "test_command":
-        return True
-    name = node.child_by_field_name("name") if node.type == "command" else None
-    return name is not None and name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] in _TESTS
+    words = node.text.decode("utf-8", "replace").split()
+    if node.type == "test_command" or node.type == "command" and words[:1] in (["test"], ["["], ["[["]):
+        return any(word in _FILE_TESTS for word in words)
+    return node.type == "command" and bool(words) and words[0].rsplit("/", 1)[-1] in _READS_FILES
+
+
+# Where an `exit` ends a child shell, not the batch shell (bash(1): each command of a pipeline, a
+# subshell, a command substitution and an asynchronous command run in a subshell)
+_CHILD_SHELLS = ("subshell", "command_substitution", "process_substitution", "pipeline")
 
 
 def checks_results_after(shell, start_byte: int) -> bool:
-    """After `start_byte`, outside functions, the batch shell tests what the work left behind and fails
-    the job when a test fails: an `exit N` (N a literal other than 0) in the branch of an `if` whose
-    condition is a test, or after `||` or `&&` behind one (`[ -s out.nc ] || exit 1`). A step that failed leaves
-    its results missing or wrong, so the job still ends FAILED although the step's own status is lost
-    (bash(1): a script's status is that of its `exit`). Round one hundred and sixty-two: NEMO jobs that
-    look for 'E R R O R' in ocean.output and compare time.step with nn_itend after the step, and exit 1
-    when either is off. `cd DIR || exit 1` tests no result. The last such exit is found once per script:
-    a script of 10,000 waits asks in constant time."""
+    """After `start_byte`, outside functions, the batch shell tests files the work left behind and fails
+    the job when a test fails: an `exit N` (N a literal whose status, N mod 256, is not 0) in the branch
+    of an `if` whose condition is such a test (_is_result_test), or after `||` or `&&` behind one
+    (`[ -s out.nc ] || exit 1`), run by the batch shell itself (not in a subshell, a pipeline, a command
+    substitution or in the background). A step that failed leaves its results missing or wrong, so
+    the job still ends FAILED although the step's own status is lost (bash(1): a script's status is
+    that of its `exit`). Round one hundred and sixty-two: NEMO jobs that look for 'E R R O R' in
+    ocean.output and check time.step after the step, and exit 1 when either is off. `cd DIR || exit 1`
+    and `[ -z "$X" ] && exit 1` test no result. A file test of a next input rather than of the run's
+    output is not told apart. The last such exit is found once per script: a script of 10,000 waits
+    asks in constant time."""
     last = shell.once("last result check", lambda: _last_result_check(shell))
     return last is not None and last >= start_byte
 
 
 def _last_result_check(shell) -> int | None:
-    """Where the script's last `exit N` (N not 0) behind a test starts, outside functions (None: none)."""
+    """Where the script's last `exit N` (N mod 256 not 0) behind a result test starts, run by the batch
+    shell outside functions (None: none)."""
     last = None
     for command in shell.named("exit"):
         node = command.node
         if node is None or (last is not None and node.start_byte <= last) or in_function(node):
             continue
         status = as_int(command.args[0].value) if command.args else None
-        if not status:
+        if not status or status % 256 == 0:
             continue
-        child, parent = node, node.parent
+        child, parent, tested = node, node.parent, False
         while parent is not None and parent.type not in ("program", "function_definition"):
+            if parent.type in _CHILD_SHELLS or child.next_sibling is not None and child.next_sibling.type == "&":
+                tested = False
+                break
             if parent.type == "if_statement" and any(
-                    parent.field_name_for_child(i) == "condition" and _is_test(c)
+                    parent.field_name_for_child(i) == "condition" and _is_result_test(c)
                     for i, c in enumerate(parent.children)) \
                     or parent.type == "list" and parent.children and parent.children[0] != child \
-                    and any(c.type in ("||", "&&") for c in parent.children) and _is_test(parent.children[0]):
-                last = node.start_byte
-                break
+                    and any(c.type in ("||", "&&") for c in parent.children) and _is_result_test(parent.children[0]):
+                tested = True
             child, parent = parent, parent.parent
+        if tested and not (child.next_sibling is not None and child.next_sibling.type == "&"):
+            last = node.start_byte
     return last
 
 

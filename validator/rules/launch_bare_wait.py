@@ -11,9 +11,11 @@ background work started since the batch shell's previous bare wait has nothing t
 ninety-five: a second `wait` after the first collected every step; a `wait` before the functions that
 start the steps are called); in a loop, work started later in the body counts. A previous wait
 counts where it surely ran: at the script's top level or in the body of a loop there, not in a
-branch, a subshell or a list that may leave it out. Nor is a bare wait reported where the batch shell
-then tests the work's results and exits non-zero when a test fails (checks_results_after in
-rules/base.py: `[ -f ocean.output ] || exit 1`): a failed step still fails the job.
+branch, a subshell or a list that may leave it out. Nor is a bare wait reported that collects one
+background step (outside loops and functions) where the batch shell then tests the files the step
+left behind and exits non-zero when a test fails (checks_results_after in rules/base.py: `[ -f
+ocean.output ] || exit 1`): a failed step still fails the job. With two steps or more (a server and
+its client) the wait may never return, and the test after it never runs: still reported.
 """
 import bisect
 import re
@@ -116,9 +118,13 @@ def check(target):
         if command.args:
             continue
         at = command.node.start_byte
+        checked = False  # one step collected, and the batch shell then tests what it left behind
         if _function_name(command.node) is not None:  # runs wherever it is called: as before
             started = at > first
         else:
+            since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous)
+            checked = since == 1 and enclosing(command.node, _LOOPS) is None \
+                and checks_results_after(shell, command.node.end_byte)
             loop = enclosing(command.node, _LOOPS)
             # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
             # started later in the body runs before it on the next turn
@@ -127,7 +133,7 @@ def check(target):
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if _always_runs(command.node) or in_body and _always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
-        if started and not checks_results_after(shell, command.node.end_byte):
+        if started and not checked:
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

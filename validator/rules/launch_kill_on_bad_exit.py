@@ -86,8 +86,11 @@ _SIGNS = (
 
 
 def _signs(where: str):
-    """One regex of every sign that counts in `where` (step, code, quoted, file), case-insensitive."""
-    return re.compile("|".join(f"(?:{pattern})" for pattern, places in _SIGNS if where in places.split()), re.I)
+    """One regex of every sign that counts in `where` (step, code, quoted, file). Only the file's is
+    case-insensitive (`Horovod` in a comment is a sign of the job); in code, a step or a payload the
+    words are a program's or a module's own (`os.environ["NCCL_DEBUG"]` reads a setting, joins nothing)."""
+    return re.compile("|".join(f"(?:{pattern})" for pattern, places in _SIGNS if where in places.split()),
+                      re.I if where == "file" else 0)
 
 
 _STEP_SIGNS, _CODE_SIGNS, _QUOTED_SIGNS, _FILE_SIGNS = (_signs(w) for w in ("step", "code", "quoted", "file"))

@@ -44,7 +44,7 @@ Not reported where node 0's value does no harm:
 import re
 
 from validator.rules.base import (GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script, launcher_commands,
-                                  read_beyond_parse)
+                                  read_beyond_parse, srun_option)
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -85,14 +85,25 @@ _TASK_COUNT_OPTIONS = ("ntasks", "ntasks-per-node", "tasks-per-node", "ntasks-pe
                        "ntasks-per-gpu", "gpus-per-task", "cpus-per-task")
 
 
-def _one_value(parsed, name: str) -> bool:
-    """One node, and for per-task names one task on it (asked for, or sbatch's default where no option
-    sets the task count: round one hundred and sixty-three's one-node `srun python task5.py`): node 0's
-    value is the only one."""
+# srun's own options that start more than the job's default task (srun.1: "-n ... The default is one
+# task per node, but note that the --cpus-per-task option will change this default")
+_SRUN_TASK_OPTIONS = ("--ntasks", "-n", "--ntasks-per-node", "--tasks-per-node", "--ntasks-per-socket",
+                      "--ntasks-per-core", "--ntasks-per-gpu", "--gpus-per-task", "--cpus-per-task", "-c")
+
+
+def _one_value(parsed, name: str, shell=None) -> bool:
+    """One node, and for per-task names one task on it: asked for, or sbatch's default where no
+    directive sets the task count and no srun of the script asks for more tasks itself (round one
+    hundred and sixty-three's one-node `srun python task5.py`; `srun -n 4` in an --exclusive job runs
+    four). Node 0's value is then the only one."""
     if parsed.value("nodes") not in ("1", "1-1"):
         return False
-    return name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks")) \
-        or not any(parsed.get(option) for option in _TASK_COUNT_OPTIONS)
+    if name in _PER_NODE or "1" in (parsed.value("ntasks-per-node"), parsed.value("ntasks")):
+        return True
+    if any(parsed.get(option) for option in _TASK_COUNT_OPTIONS) or shell is None:
+        return False
+    return not shell.once("an srun asks for tasks", lambda: any(  # once per script: linear
+        srun_option(shell, command, *_SRUN_TASK_OPTIONS) is not None for command in shell.named("srun")))
 
 
 
@@ -213,7 +224,7 @@ def check(target):
     for expansion in script.shell.expansions:
         if expansion.name not in PER_TASK:
             continue
-        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform or _one_value(parsed, expansion.name):
+        if expansion.name == "SLURM_GPUS_ON_NODE" and uniform or _one_value(parsed, expansion.name, script.shell):
             continue
         if c10d and _c10d_rank(expansion, data, seen):
             continue
