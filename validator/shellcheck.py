@@ -277,14 +277,23 @@ def _trailing_backslash(finding: Finding, script) -> bool:
 
 
 def _only_comments_after(finding: Finding, script) -> bool:
-    """SC1143 (a backslash at the end of a comment continues nothing) where only comments and blank
-    lines follow to the end of the file: the command above ended where the author meant (its last
-    options commented out, `# --dists \\`) and no later line runs as a command of its own (round one
-    hundred and twenty: four accelerate launches ending in commented-out flags)."""
+    """SC1143 (a backslash at the end of a comment continues nothing) where the comments that follow end
+    the command where the author meant (its last options commented out, `# --dists \\`): a blank line
+    or the end of the file comes after them (round one hundred and twenty: four accelerate launches
+    ending in commented-out flags; round one hundred and eighty-four: `# --clm_for_seq_cls \\`, `#
+    --debug`, a blank line, then `echo`), or their last line continues nothing and the next is a
+    command of its own. Reported where an option follows them (`--other`): it was cut off."""
     lines = _lines(script)
     if not 0 < finding.line <= len(lines):
         return False
-    return all(not line.strip() or line.lstrip().startswith("#") for line in lines[finding.line - 1:])
+    end = finding.line - 1  # the run of comment lines from the finding's on
+    while end < len(lines) and lines[end].lstrip().startswith("#"):
+        end += 1
+    after = lines[end].strip() if end < len(lines) else ""
+    # the run ends the command as the author meant: a blank line (or the end) follows it, or its last
+    # comment continues nothing and the next line is a command of its own, not an option cut off from
+    # the command above (`--flag`, which SC2215 reports)
+    return not after or not lines[end - 1].rstrip().endswith("\\") and not after.startswith("-")
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:
