@@ -379,6 +379,9 @@ def launcher_steps(shell):
             yield Command("srun", own, command.line, command.col, False, False), inner
 
 
+# Programs whose output is shell code written for eval (`eval "$(conda shell.bash hook)"`), setting only
+# their own variables and functions (CONDA_*, PYENV_*, SSH_AUTH_SOCK, getopt's positional parameters)
+CODE_PRINTERS = frozenset({"conda", "mamba", "micromamba", "pixi", "pyenv", "spack", "getopt", "dircolors", "ssh-agent"})
 # MPI launchers: each bootstraps its ranks through srun under Slurm and runs the job's work
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
 # Programs that do a job's work in the batch shell, without srun of their own

@@ -24,6 +24,7 @@ rounds one to thirteen 20 of 20 default findings false, round fourteen a command
 the submitter's RESUME_CHECKPOINT, and every later one through round fifty-four false (26 of 26 in
 all: fMRIPrep's own `eval $cmd`, spack's load, file-read templates).
 """
+from validator.rules.base import CODE_PRINTERS
 from validator.shell import parse_shell
 
 ID = "security-eval"
@@ -36,8 +37,7 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n
                       "eval set -- \"$(getopt -o n: -- \"$@\")\"\neval \"$(conda shell.bash hook)\"\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\neval \"$(cat /shared/setup.cmd)\"\n"}
 
-# Programs whose output is shell code written for eval, or text derived only from their input.
-_CODE_PRINTERS = {"conda", "mamba", "micromamba", "pixi", "pyenv", "spack", "getopt", "dircolors", "ssh-agent"}
+# Programs whose output is shell code written for eval (base.CODE_PRINTERS), or text derived only from their input.
 _FILTERS = {"sed", "tr", "awk", "cut", "echo", "printf", "head", "tail", "sort", "uniq", "paste", "seq",
             "basename", "dirname", "hostname", "date", "scontrol"}
 _DEPTH = 3  # variables set from variables: a template is a level or two deep
@@ -49,7 +49,7 @@ def _trusted_text(shell, text: str, depth: int, seen: set) -> bool:
     if parsed.has_errors:
         return False
     names = {c.name.rsplit("/", 1)[-1] for c in parsed.commands[1:]}
-    return names <= _CODE_PRINTERS | _FILTERS and all(
+    return names <= CODE_PRINTERS | _FILTERS and all(
         _trusted_name(shell, e.name, depth, seen) for e in parsed.expansions)
 
 
