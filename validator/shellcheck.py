@@ -281,8 +281,9 @@ def _only_comments_after(finding: Finding, script) -> bool:
     the command where the author meant (its last options commented out, `# --dists \\`): a blank line
     or the end of the file comes after them (round one hundred and twenty: four accelerate launches
     ending in commented-out flags; round one hundred and eighty-four: `# --clm_for_seq_cls \\`, `#
-    --debug`, a blank line, then `echo`), or their last line continues nothing and the next is a
-    command of its own. Reported where an option follows them (`--other`): it was cut off."""
+    --debug`, a blank line, then `echo`), or their last line continues nothing and the next is an
+    unindented command of its own. Reported where an indented argument or an option follows them
+    (`    data/input.csv`, `--other`): it was cut off."""
     lines = _lines(script)
     if not 0 < finding.line <= len(lines):
         return False
@@ -291,9 +292,11 @@ def _only_comments_after(finding: Finding, script) -> bool:
         end += 1
     after = lines[end].strip() if end < len(lines) else ""
     # the run ends the command as the author meant: a blank line (or the end) follows it, or its last
-    # comment continues nothing and the next line is a command of its own, not an option cut off from
-    # the command above (`--flag`, which SC2215 reports)
-    return not after or not lines[end - 1].rstrip().endswith("\\") and not after.startswith("-")
+    # comment continues nothing and the next line is a top-level command of its own (unindented), not
+    # an argument indented as the command's continuation (`    data/input.csv`, `    --flag`)
+    nxt = lines[end] if end < len(lines) else ""
+    return not after or not lines[end - 1].rstrip().endswith("\\") and not nxt[:1].isspace() \
+        and not after.startswith("-")
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:

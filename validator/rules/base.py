@@ -381,7 +381,8 @@ def launcher_steps(shell):
 
 # Programs whose output is shell code written for eval (`eval "$(conda shell.bash hook)"`), setting only
 # their own variables and functions (CONDA_*, PYENV_*, SSH_AUTH_SOCK, getopt's positional parameters)
-CODE_PRINTERS = frozenset({"conda", "mamba", "micromamba", "pixi", "pyenv", "spack", "getopt", "dircolors", "ssh-agent"})
+CODE_PRINTERS = frozenset({"conda", "mamba", "micromamba", "pixi", "pyenv", "spack", "getopt", "dircolors", "ssh-agent",
+                           "direnv"})
 # MPI launchers: each bootstraps its ranks through srun under Slurm and runs the job's work
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
 # Programs that do a job's work in the batch shell, without srun of their own

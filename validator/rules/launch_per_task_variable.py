@@ -204,17 +204,6 @@ def _enclosing_assignment(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
-def _tested_without_steps(shell, expansion) -> bool:
-    """`if [[ "$SLURM_PROCID" -eq 0 ]]` in a script that starts no step (no srun): the batch shell is the
-    only process that runs these lines, and it takes task 0's branch, which is what task 0 would do; no
-    node or task is given a wrong value (round one hundred and eighty-four: a one-node torchrun job
-    whose rank-0 branch picks a free port). A value handed to a program (`mpirun ... --rank
-    $SLURM_PROCID`) is still reported: every process of it gets 0."""
-    if shell.named("srun") or expansion.node is None:
-        return False
-    return enclosing(expansion.node, ("test_command",)) is not None
-
-
 def _gpus_bound_per_task(parsed) -> bool:
     return bool(parsed.get("ntasks-per-gpu") or parsed.get("gpus-per-task"))
 
@@ -245,8 +234,6 @@ def check(target):
             continue
         if exported_functions and _in_exported_function(expansion.node, exported_functions):
             continue  # run by the step (`srun bash -c run_node`): each task expands its own value
-        if not target.strict and _tested_without_steps(script.shell, expansion):
-            continue
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d

@@ -156,9 +156,13 @@ _WRITTEN = re.compile(r"^\s*(?:(?:export|local|readonly|declare|typeset)(?:\s+-\
 
 
 # A sourced path that names the script's own folder or repository (`"$SCRIPT_DIR/lib.sh"`, `./env.sh`,
-# `${REPO_ROOT}/helpers.sh`), not a site's or a tool's file (`~/miniconda3/bin/activate`, /etc/profile)
+# `${REPO_ROOT}/helpers.sh`), not a site's or a tool's file (`./venv/bin/activate`, `$SPACK_ROOT/...`,
+# `~/miniconda3/etc/profile.d/conda.sh`, /etc/profile), which sets only its own tool's names
 _OWN_PATH = re.compile(r"^[\"']?(?:\.{1,2}/|[\w.-]+/|[\w-]+\.(?:sh|bash|env|conf|cfg)\b"
-                       r"|\$\{?(?:\w*(?:SCRIPT|REPO|ROOT|PROJECT|WORK|BASE|SRC|CODE)\w*)\b|\$\(dirname|\$\{BASH_SOURCE)")
+                       r"|\$\{?\w*(?:SCRIPT|REPO|PROJECT|SRC|CODE)\w*\b|\$\(dirname|\$\{BASH_SOURCE)")
+_TOOL_FILE = re.compile(r"(?i)activate|venv|conda|mamba|spack|lmod|modules|profile|bashrc|setup-env|/etc/")
+# `eval "$(PROGRAM ...)"`, `eval $(PROGRAM ...)`: the program's output is the code (`command`/`builtin` skipped)
+_EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-]+)")
 
 
 def _unseen_setters(target, read: int) -> bool:
@@ -169,12 +173,12 @@ def _unseen_setters(target, read: int) -> bool:
     `eval "$(python3 - <<'PY' ...)"` and whose SLURM_JOB_RC comes from a function of a sourced helper."""
     shell = target.script.shell
     for command in shell.named("eval"):
-        words = " ".join(a.raw for a in command.args)
-        programs = re.findall(r"\$\(\s*([\w./-]+)", words)
-        if any(program.rsplit("/", 1)[-1] not in CODE_PRINTERS for program in programs):
+        found = _EVAL_OUTPUT.match(command.args[0].raw) if command.args else None
+        if found and found.group(1).rsplit("/", 1)[-1] not in CODE_PRINTERS:
             return True
-    own = sum(1 for c in shell.named("source", ".") if c.args and _OWN_PATH.match(c.args[0].raw))
-    return own > read
+    own = {c.args[0].raw for c in shell.named("source", ".")
+           if c.args and _OWN_PATH.match(c.args[0].raw) and not _TOOL_FILE.search(c.args[0].raw)}
+    return len(own) > read
 
 
 def check(target):
