@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from validator.model import Target
 
@@ -474,21 +475,46 @@ def srun_option(shell, command, *names):
 _SOURCE_DIRECTIVE = re.compile(r"#\s*shellcheck\s+source=(\S+)")
 
 
-def sourced_shells(target):
-    """Parsed shell of the repository files a script sources (`source "$ROOT/scripts/lib.sh"`, or the
-    file a `# shellcheck source=` directive names): what they set is in the script's scope."""
+# A sourced path that names the script's own folder or repository (`"$SCRIPT_DIR/lib.sh"`, `./env.sh`,
+# `${REPO_ROOT}/helpers.sh`), not a site's or a tool's file (`./venv/bin/activate`, `$SPACK_ROOT/...`,
+# `~/miniconda3/etc/profile.d/conda.sh`, /etc/profile), which sets only its own tool's names
+_OWN_PATH = re.compile(r"^[\"']?(?:\.{1,2}/|[\w.-]+/|[\w-]+\.(?:sh|bash|env|conf|cfg)\b"
+                       r"|\$\{?\w*(?:SCRIPT|REPO|PROJECT|SRC|CODE)\w*\b|\$\(dirname|\$\{BASH_SOURCE)")
+_TOOL_FILE = re.compile(r"(?i)activate|venv|conda|mamba|spack|lmod|modules|profile|bashrc|setup-env|/etc/")
+
+
+@dataclass(frozen=True)
+class Sourced:
+    """What a script's `source`/`.` commands bring in: the parsed shell of each repository file read
+    (what it sets is in the script's scope), and the paths of the script's own files that no file here
+    could be read for (what they set is unknown)."""
+    shells: tuple
+    unread_own: tuple
+
+
+def sourced(target) -> Sourced:
+    """The repository files a script sources (`source "$ROOT/scripts/lib.sh"`, or the file a
+    `# shellcheck source=` directive names), read and parsed once per script; a command none of whose
+    candidate paths could be read is unread, and counted as the script's own when its path names the
+    script's folder or repository and no tool's file (_OWN_PATH, _TOOL_FILE)."""
+    script = target.script
+    if script is None:
+        return Sourced((), ())
+    return script.shell.once(f"sourced from {target.repo_root}", lambda: _read_sourced(target))
+
+
+def _read_sourced(target) -> Sourced:
     from pathlib import Path
 
     from validator.shell import parse_shell
     from validator.source import read_source
 
     script = target.script
-    if script is None:
-        return []
     root = Path(target.repo_root).resolve()
     here = Path(script.source.path).resolve().parent
     lines = script.parsed.lines
-    found, seen = [], set()
+    found, unread = [], []
+    seen: dict = {}  # path: whether it could be read
     for command in script.shell.named("source", "."):
         if not command.args:
             continue
@@ -500,19 +526,25 @@ def sourced_shells(target):
         tail = re.split(r"[})]|\$\w+", command.args[0].raw.strip("\"'"))[-1]
         if tail:
             candidates.append(tail)
+        read = False
         for candidate in candidates:
             for base in (root, here):
                 try:  # a name from the script: too long, a loop, anything
                     path = (base / candidate.lstrip("/")).resolve()
-                    if path in seen or not path.is_file() or root not in (path, *path.parents):
+                    if not path.is_file() or root not in (path, *path.parents):
                         continue
                 except (OSError, RuntimeError):
                     continue
-                seen.add(path)
-                src = read_source(path, root)  # the one reader: size bound, inside the repository
-                if src.usable:
-                    found.append(parse_shell(src.text))
-    return found
+                if path not in seen:  # sourced twice (or found from both bases): read once
+                    src = read_source(path, root)  # the one reader: size bound, inside the repository
+                    seen[path] = src.usable
+                    if src.usable:
+                        found.append(parse_shell(src.text))
+                read = read or seen[path]
+        raw = command.args[0].raw
+        if not read and _OWN_PATH.match(raw) and not _TOOL_FILE.search(raw) and raw not in unread:
+            unread.append(raw)
+    return Sourced(tuple(found), tuple(unread))
 
 
 # Where statements stand side by side: also the branches of if and case, whose commands tree-sitter-bash

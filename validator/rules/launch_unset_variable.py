@@ -19,7 +19,7 @@ A near-miss is one edit away (a letter added, dropped, changed, or two swapped) 
 0.85 or more. NAME_HET_GROUP_<n> of a known NAME is set in a heterogeneous job (src/common/env.c,
 slurm-26-05-3-1). In a submitter (a file that runs sbatch and has no directive sbatch reads) Slurm sets
 no variable at all: a SLURM_ name there is the pipeline's own setting, left to the near-miss check.
-What the repository's files that the script sources set is set (base.sourced_shells). In the default
+What the repository's files that the script sources set is set (base.sourced). In the default
 profile a SLURM_ name is also left to the near-miss check where the script may be given names the file
 does not show: an `eval` of a program's output other than an environment hook's (`eval "$(conda
 shell.bash hook)"`), or a file of its own repository that it sources and that is not there to read.
@@ -28,7 +28,7 @@ import difflib
 import re
 from functools import lru_cache
 
-from validator.rules.base import CODE_PRINTERS, is_submitter, sourced_shells
+from validator.rules.base import CODE_PRINTERS, is_submitter, sourced
 from validator.sbatch import DATA
 
 ID = "launch-unset-variable"
@@ -155,41 +155,32 @@ _SHELL_SETS = frozenset({
 _WRITTEN = re.compile(r"^\s*(?:(?:export|local|readonly|declare|typeset)(?:\s+-\w+)*\s+)?([A-Za-z_]\w*)(?:\[[^\]]*\])?\+?=")
 
 
-# A sourced path that names the script's own folder or repository (`"$SCRIPT_DIR/lib.sh"`, `./env.sh`,
-# `${REPO_ROOT}/helpers.sh`), not a site's or a tool's file (`./venv/bin/activate`, `$SPACK_ROOT/...`,
-# `~/miniconda3/etc/profile.d/conda.sh`, /etc/profile), which sets only its own tool's names
-_OWN_PATH = re.compile(r"^[\"']?(?:\.{1,2}/|[\w.-]+/|[\w-]+\.(?:sh|bash|env|conf|cfg)\b"
-                       r"|\$\{?\w*(?:SCRIPT|REPO|PROJECT|SRC|CODE)\w*\b|\$\(dirname|\$\{BASH_SOURCE)")
-_TOOL_FILE = re.compile(r"(?i)activate|venv|conda|mamba|spack|lmod|modules|profile|bashrc|setup-env|/etc/")
 # `eval "$(PROGRAM ...)"`, `eval $(PROGRAM ...)`: the program's output is the code (`command`/`builtin` skipped)
 _EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-]+)")
 
 
-def _unseen_setters(target, read: int) -> bool:
+def _unseen_setters(target, unread_own) -> bool:
     """Names the script may be given where the file does not show them: an `eval` of a program's output
     (not a CODE_PRINTER's, which sets only its own: `eval "$(conda shell.bash hook)"`), or a file of
-    its own repository that it sources and that is not there to read (`read`: the sourced files that
-    were read). Round one hundred and eighty-eight: a CI submitter whose SLURM_TIME_LIMIT comes from
+    its own repository that it sources and that is not there to read (`unread_own`, from
+    base.sourced). Round one hundred and eighty-eight: a CI submitter whose SLURM_TIME_LIMIT comes from
     `eval "$(python3 - <<'PY' ...)"` and whose SLURM_JOB_RC comes from a function of a sourced helper."""
-    shell = target.script.shell
-    for command in shell.named("eval"):
+    for command in target.script.shell.named("eval"):
         found = _EVAL_OUTPUT.match(command.args[0].raw) if command.args else None
         if found and found.group(1).rsplit("/", 1)[-1] not in CODE_PRINTERS:
             return True
-    own = {c.args[0].raw for c in shell.named("source", ".")
-           if c.args and _OWN_PATH.match(c.args[0].raw) and not _TOOL_FILE.search(c.args[0].raw)}
-    return len(own) > read
+    return bool(unread_own)
 
 
 def check(target):
     shell = target.script.shell
     text = shell.text_lines()  # heredocs and strings over several lines: text the script writes, not its code
-    sourced = sourced_shells(target)  # the repository's files it sources: what they set is set here
+    brought_in = sourced(target)  # the repository's files it sources: what they set is set here
     set_here = _set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
                                      if number not in text and (m := _WRITTEN.match(line))}
-    for other in sourced:
+    for other in brought_in.shells:
         set_here |= _set_names(other)
-    unseen = not target.strict and _unseen_setters(target, len(sourced))
+    unseen = not target.strict and _unseen_setters(target, brought_in.unread_own)
     index = _one_edit_index(set_here)
     known = slurm_variables()
     reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself

@@ -23,7 +23,7 @@ script does not build only from public names, and every copy of one.
 import bisect
 import re
 
-from validator.rules.base import enclosing, sourced_shells
+from validator.rules.base import enclosing, sourced
 from validator.secrets import built_from_public, copies, is_secret
 ID = "security-xtrace"
 SEVERITY = "error"
@@ -35,8 +35,8 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euxo pipefail\n
 
 def check(target):
     shell = target.script.shell
-    secrets, sourced = set(), sourced_shells(target)
-    for scope in (shell, *sourced):  # a sourced library's secrets are in scope too
+    secrets, brought_in = set(), sourced(target).shells
+    for scope in (shell, *brought_in):  # a sourced library's secrets are in scope too
         secrets |= {a.name for a in scope.assignments if is_secret(a.name)}
         secrets |= {e.name for e in scope.expansions if is_secret(e.name)}
     seen: dict = {}  # a token the script builds only from public names (${USER}_${port}) is none
@@ -48,7 +48,7 @@ def check(target):
         tracing = (command.name == "set" and (any(w.startswith("-") and "x" in w and not w.startswith("--") for w in words)
                                               or "xtrace" in words)) or \
                   (command.name in ("bash", "sh") and "-x" in words)
-        if tracing and (target.strict or command.name != "set" or _secret_traced(shell, command, set(secrets), sourced)):
+        if tracing and (target.strict or command.name != "set" or _secret_traced(shell, command, set(secrets), brought_in)):
             yield (target.script.display, command.line, command.col,
                    f"xtrace prints expanded values into the log while {secrets[0]} is in scope")
 
@@ -92,7 +92,7 @@ class _Reach:
     no line range shows (a function, a trap that names one, an exported SHELLOPTS, a sourced file of
     the repository whose functions expand one)."""
 
-    def __init__(self, shell, secrets: set, sourced):
+    def __init__(self, shell, secrets: set, brought_in):
         # AUTH="Bearer ${HF_TOKEN}", ARGS=(--token "$HF_TOKEN"): the value is the secret's (secrets.copies)
         tainted = copies(shell, secrets)
         self.untrace: dict[tuple, list[int]] = {}  # block -> lines of its set +x, in order
@@ -109,7 +109,7 @@ class _Reach:
         trap = any(_names(" ".join(a.raw for a in c.args)) & tainted for c in shell.named("trap"))
         exported = any(a.name == "SHELLOPTS" and a.exported for a in shell.assignments)
         library = any(e.name in tainted and e.node is not None and enclosing(e.node, ("function_definition",))
-                      for other in sourced for e in other.expansions)
+                      for other in brought_in for e in other.expansions)
         self.always = in_function or trap or exported or library
 
     def end(self, node, start: int) -> float:
@@ -133,13 +133,13 @@ def _names(text: str) -> set:
     return set(re.findall(r"\$\{?([A-Za-z_]\w*)", text))
 
 
-def _secret_traced(shell, command, secrets: set, sourced=()) -> bool:
+def _secret_traced(shell, command, secrets: set, brought_in=()) -> bool:
     """Whether a command the trace of this `set -x` covers may print a secret (_Reach): one from its line
     to the trace's end assigns or expands a secret or a copy of one, or sources a file or runs eval
-    there (a file sourced before the trace is read when the repository holds it: `sourced`)."""
+    there (a file sourced before the trace is read when the repository holds it: `brought_in`)."""
     if command.node is None or enclosing(command.node, _LOOPS_AND_FUNCTIONS) is not None:
         return True
-    reach = shell.once("xtrace reach", lambda: _Reach(shell, secrets, sourced))
+    reach = shell.once("xtrace reach", lambda: _Reach(shell, secrets, brought_in))
     if reach.always:
         return True
     start = command.line
