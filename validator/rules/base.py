@@ -629,18 +629,31 @@ _FILE_TESTS = {"-f", "-s", "-e", "-d", "-r", "-L", "-h", "-nt", "-ot"}
 _READS_FILES = {"grep", "egrep", "fgrep", "zgrep", "cmp", "diff"}
 
 
-def _is_result_test(node) -> bool:
+def _is_result_test(shell, node) -> bool:
     """A condition that tests files the run left behind: `[ ! -f out.nc ]`, `[[ -s log ]]`, `test -e x`,
     `grep -q ERROR log` (also negated). Not a string or number test (`[ -z "$SLURM_JOB_ID" ]`): it
-    says nothing of the run."""
+    says nothing of the run. Read from the parse: the test operators of a `[ ]`/`[[ ]]` expression, the
+    name and arguments of a command (through `env`/`command`, as shell.unwrap reads them)."""
     while node is not None and node.type == "negated_command":
         node = node.named_children[0] if node.named_children else None
     if node is None:
         return False
-    words = node.text.decode("utf-8", "replace").split()
-    if node.type == "test_command" or node.type == "command" and words[:1] in (["test"], ["["], ["[["]):
-        return any(word in _FILE_TESTS for word in words)
-    return node.type == "command" and bool(words) and words[0].rsplit("/", 1)[-1] in _READS_FILES
+    if node.type == "test_command":
+        stack = list(node.children)
+        while stack:
+            child = stack.pop()
+            if child.type == "test_operator" and child.text.decode("utf-8", "replace") in _FILE_TESTS:
+                return True
+            stack.extend(child.children)
+        return False
+    command = shell.once("commands by node", lambda: {c.node.id: c for c in shell.commands if c.node is not None}
+                         ).get(node.id) if node.type == "command" else None
+    if command is None:
+        return False
+    name = command.name.rsplit("/", 1)[-1]
+    if name in ("test", "[", "[["):  # `[` as a command's name where the parse did not make a test of it
+        return any(arg.value in _FILE_TESTS for arg in command.args)
+    return name in _READS_FILES
 
 
 # Where an `exit` ends a child shell, not the batch shell (bash(1): each command of a pipeline, a
@@ -681,10 +694,10 @@ def _last_result_check(shell) -> int | None:
                 tested = False
                 break
             if parent.type == "if_statement" and any(
-                    parent.field_name_for_child(i) == "condition" and _is_result_test(c)
+                    parent.field_name_for_child(i) == "condition" and _is_result_test(shell, c)
                     for i, c in enumerate(parent.children)) \
                     or parent.type == "list" and parent.children and parent.children[0] != child \
-                    and any(c.type in ("||", "&&") for c in parent.children) and _is_result_test(parent.children[0]):
+                    and any(c.type in ("||", "&&") for c in parent.children) and _is_result_test(shell, parent.children[0]):
                 tested = True
             child, parent = parent, parent.parent
         if tested and not (child.next_sibling is not None and child.next_sibling.type == "&"):
