@@ -12,7 +12,7 @@ from validator import sbatch
 from validator.config import ConfigError, load_config
 from validator.findings import Finding
 from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
-from validator.shellcheck import PARSE_ERRORS, keep_in_default_profile, start_shellcheck
+from validator.shellcheck import ANGLE_TOKEN, PARSE_ERRORS, keep_in_default_profile, start_shellcheck
 from validator.source import display_path, peek
 from validator.suppress import SCRIPT_BREAKS, YAML_BREAKS, parse_suppressions
 
@@ -247,7 +247,7 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             findings.extend(f for f in found
                             if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path),
                                                                                         f.path in unparsed)
-                                                                and not _template(by_path.get(f.path)))
+                                                                and not unrendered_template(f, by_path.get(f.path)))
                                 or not silenceable(f))
                             and not _not_the_scripts(f, by_path.get(f.path)))
     finally:
@@ -312,10 +312,29 @@ def _crlf_parse(finding: Finding, script) -> bool:
             and len(finding.rule) == 6)
 
 
-def _template(script) -> bool:
-    """A file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}): a tool
-    renders it before sbatch; shellcheck's findings would be about the unrendered text."""
-    return script is not None and bool(script.parsed.template_lines or script.parsed.engine_lines)
+# parse errors at an unfilled `<token>` (SC1019: `if [ -d <dir> ]` leaves -d without its argument)
+_TEMPLATE_PARSE_ERRORS = PARSE_ERRORS | {"SC1019"}
+
+
+def unrendered_template(finding: Finding, script) -> bool:
+    """A default-profile shellcheck finding about a template's unrendered text, not the job's code:
+    - any finding in a file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}):
+      a tool renders it before sbatch;
+    - a parse error at a `<token>` (`source <source>`, `python <dir>/run.py`) in a file whose directives
+      hold a person's placeholders (`#SBATCH --account=<account>`): sbatch-bad-value reports that file
+      once as a template to fill in before sbatch ("reported once, for every placeholder line"), and the
+      token in the commands is the same unfilled template, not a second defect (round one hundred and
+      sixty-two: a package's batch template whose every value and path is a `<token>`). The line, not the
+      column: SC1073 points at the construct's start (`if`, `>`), SC1072 past it."""
+    if script is None:
+        return False
+    if script.parsed.template_lines or script.parsed.engine_lines:
+        return True
+    if finding.rule not in _TEMPLATE_PARSE_ERRORS or not 0 < finding.line <= len(script.lines) \
+            or not ANGLE_TOKEN.search(script.lines[finding.line - 1]):
+        return False
+    from validator.rules.sbatch_bad_value import template_placeholder_lines
+    return bool(template_placeholder_lines(script.parsed))
 
 
 def _deferred_to_step(finding: Finding, script) -> bool:

@@ -101,9 +101,6 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)):
         return False
-    # `if [ -d <dir> ]`: SC1019 (no argument for -d) is the same unfilled token
-    if finding.rule in ("SC1072", "SC1073", "SC1019") and _reported_template(finding, script):
-        return False
     if finding.rule == "SC1143" and _only_comments_after(finding, script):
         return False
     if finding.rule == "SC2145" and _in_echo(finding, script):
@@ -227,7 +224,8 @@ _BASH_ARRAYS = {"BASH_REMATCH", "PIPESTATUS", "BASH_SOURCE", "FUNCNAME", "BASH_A
 _ARRAY_DECLARED = re.compile(r"^\s*(?:declare|local|typeset|readonly)\s+-\w*[aA]\w*((?:\s+[A-Za-z_]\w*)+)\s*$", re.M)
 
 
-_ANGLE_TOKEN = re.compile(r"<[A-Za-z_][\w.-]{0,62}>")
+# a person's placeholder in a template (`<account>`, `<source>`): also engine.unrendered_template
+ANGLE_TOKEN = re.compile(r"<[A-Za-z_][\w.-]{0,62}>")
 
 
 def _filled_here(finding: Finding, script) -> bool:
@@ -250,21 +248,7 @@ def _filled_here(finding: Finding, script) -> bool:
     code = "\n".join(row for row in _lines(script) if not row.lstrip().startswith("#"))
     return any(re.search(r"\bs([:/|#,@!%])" + re.escape(token) + r"\1|\.replace\(\s*[\"']" + re.escape(token)
                          + r"[\"']|//" + re.escape(token) + "/", code)
-               for token in set(_ANGLE_TOKEN.findall(line)))
-
-
-def _reported_template(finding: Finding, script) -> bool:
-    """A parse error at a `<token>` (`source <source>`, `python <dir>/run.py`) in a file whose directives
-    hold a person's placeholders (`#SBATCH --account=<account>`): sbatch-bad-value reports that file once
-    as a template to fill in before sbatch ("reported once, for every placeholder line"); the token in
-    the commands is the same unfilled template, not a second defect (round one hundred and sixty-two: a
-    package's batch template whose every value and path is a `<token>`)."""
-    parsed = getattr(script, "parsed", None)
-    # the line, not the column: SC1073 points at the construct's start (`if`, `>`), SC1072 past it
-    if parsed is None or not _ANGLE_TOKEN.search(_line(finding, script)):
-        return False
-    from validator.rules.sbatch_bad_value import template_placeholder_lines
-    return bool(template_placeholder_lines(parsed))
+               for token in set(ANGLE_TOKEN.findall(line)))
 
 
 def _trailing_backslash(finding: Finding, script) -> bool:
