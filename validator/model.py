@@ -27,6 +27,10 @@ _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
 # A here-document's start at the end of a line (`cat > $1.sh <<%EOF%`, `<<-'EOF'`): the lines after it
 # are text the shell code writes, not a job quoted in notes.
 _HEREDOC_OPENS = re.compile(r"(?<!<)<<-?\s*(['\"]?)[%\w.@-]+\1\s*$")
+# A here-document opened anywhere on a line (`cat << EOF | sbatch`, `sbatch <<-'EOF'`): `<<-` strips leading
+# tabs, and a delimiter with any part quoted (`'EOF'`, `"EOF"`, `\EOF`) leaves the body unexpanded (bash(1),
+# "Here Documents", bash 5.2); the first here-document of a line reads the first body after it.
+_HEREDOC_WORD = re.compile(r"(?<!<)<<(-?)[ \t]*(\\?)(['\"]?)([%\w.@-]+)\3")
 # A word of prose ("program,", "individually."; "C++" is none); a list item's marker ("1)", "-", "*").
 _PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*[,.:;!?]?")
 _LIST_MARKER = re.compile(r"([0-9]{1,2}[.)]|[-*])")
@@ -156,8 +160,30 @@ class Script:
         lines = (self.source.text or "").split("\n")
         if self.embedded_from == 1:
             return len(lines) + 1
+        heredoc = self.embedding_heredoc
         return next((i + 1 for i in range(self.embedded_from, len(lines))
-                     if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])), len(lines) + 1)
+                     if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])
+                     or heredoc is not None and (lines[i].lstrip("\t") if heredoc[1] else lines[i]) == heredoc[0]),
+                    len(lines) + 1)
+
+    @cached_property
+    def embedding_heredoc(self) -> tuple[str, bool, bool] | None:
+        """(delimiter, tabs stripped, expanded) of the here-document whose body is the embedded job script
+        (`cat << EOF | sbatch` on the line above its '#!' line: round two hundred and one's generators),
+        or None. The job ends at the delimiter's line; an unquoted delimiter means the writing shell
+        expands `$NAME` and backquotes in the body before sbatch reads it."""
+        if self.embedded_from == 1:
+            return None
+        lines = (self.source.text or "").split("\n")
+        found = _HEREDOC_WORD.search(lines[self.embedded_from - 2]) if self.embedded_from >= 2 else None
+        if found is None:
+            return None
+        return found.group(4), bool(found.group(1)), not (found.group(2) or found.group(3))
+
+    @property
+    def expanded_by_writer(self) -> bool:
+        """The job script is the body of an unquoted here-document: the writing shell expands it."""
+        return self.embedding_heredoc is not None and self.embedding_heredoc[2]
 
     @cached_property
     def quotes_job_text(self) -> bool:

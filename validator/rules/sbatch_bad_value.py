@@ -22,6 +22,9 @@ src/slurmctld/agent.c; every call of it, in job_mgr.c, node_scheduler.c and the 
 is under a test such as `job_ptr->mail_type & MAIL_JOB_END`, at slurm-22-05-0-1 and
 slurm-26-05-1-1; sbatch.1: "state changes as defined by --mail-type"). A --mail-type given on the sbatch command line is not in the
 script: a wrapper that passes it makes the finding true and unreported.
+A job script written by a generator as an unquoted here-document (`cat << EOF | sbatch`): the writing
+shell expands its variables before sbatch reads the text (bash(1), "Here Documents", bash 5.2): not
+reported there (model.Script.expanded_by_writer).
 A --mail-type word that parse_mail_type() (src/common/proc_args.c) does not know: alone, the value is
 INFINITE16 and arg_set_mail_type() refuses it; beside known events it is skipped (the same code at
 slurm-22-05-0-1 and slurm-26-05-1-1).
@@ -146,6 +149,8 @@ def check(target):
         if option.name is None or option.problem or value is None:
             continue
         if "$" in value or "`" in value:
+            if script.expanded_by_writer:
+                continue  # the body of an unquoted here-document: the writing shell expands it before sbatch
             if option.name == "mail-user" and not parsed.get("mail-type"):
                 continue  # no mail is sent: every mail_job_info() call is gated by the job's mail_type
             yield (script.display, option.line, option.col,
