@@ -91,7 +91,10 @@ def _engine_only(parsed, line: int) -> bool:
 # `--ntasks ${job_np}`, `--time ${job_time}`; round fifty-eight: `--ntasks=$1`, `--nodes=$2` filled
 # by the author's replace script); judged on read rounds 58, 68 (five files, false) and 69 (one file
 # of `-n $1`, `--mem=$2G`, true: this change loses it).
-_BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]")
+# A writer's %NAME mark counts the same (round two hundred and one: a MATLAB sweeper's job template,
+# `--cpus-per-task=%NCPUs`, `--mem-per-cpu=%MEMpCPU`, filled with strrep): '%' is no part of a count,
+# size or time, and a name of three or more characters after it is no filename pattern (%j, %4a).
+_BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]|%[A-Za-z][A-Za-z0-9_]{2,31}")
 
 
 # A shell variable in a value: $name, ${name}, $1, ${10} (what sbatch would keep as text).
