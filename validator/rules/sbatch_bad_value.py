@@ -8,7 +8,7 @@ a job yet: one finding per file, on its first placeholder, and no per-line findi
 lines; a placeholder in a value sbatch takes as any text (--mail-user, --job-name, --comment) does not
 stop the job and is not reported. A template engine's placeholders only ({{ x }}, {% %}, @[X], @X@):
 a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
-script is the one to validate). So are bare capitalised tokens where counts, sizes or times belong
+script is the one to validate). So are bare capitalised tokens (or %NAME marks) where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
 (`--cpus-per-task=XX` in time_XX.sh): a generator's sed fills them in. So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
