@@ -17,17 +17,13 @@ before). The trace ends at the first later `set +x` that surely runs with it: in
 one around it, also as `{ set +x; } 2>/dev/null` or `set +x || true`; not one in another branch, a
 function or a subshell. A file sourced before the trace that the repository does not hold
 (`source ~/miniconda3/bin/activate`) is not read: a function of it that expands the token would be missed.
-In the default profile a submitter (base.is_submitter: no directive sbatch reads, runs sbatch or writes a
-job's text) is not reported: it runs on the login node, its trace goes to the stderr of the person who
-runs it, and the job it submits has a log of its own (round two hundred and one: a Megatron launcher run
-by hand, whose generated job has no set -x).
 "Holds a secret" is read as security-secret-echo reads it (validator.secrets): a secret-named variable the
 script does not build only from public names, and every copy of one.
 """
 import bisect
 import re
 
-from validator.rules.base import enclosing, is_submitter, sourced
+from validator.rules.base import enclosing, sourced
 from validator.secrets import built_from_public, copies, is_secret
 ID = "security-xtrace"
 SEVERITY = "error"
@@ -38,8 +34,6 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euxo pipefail\n
 
 
 def check(target):
-    if not target.strict and is_submitter(target.script):
-        return  # the trace goes to the stderr of whoever runs it on the login node: no job log
     shell = target.script.shell
     secrets, brought_in = set(), sourced(target).shells
     for scope in (shell, *brought_in):  # a sourced library's secrets are in scope too
