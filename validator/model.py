@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from validator import sbatch
 from validator.source import Source, read_source
@@ -24,13 +25,47 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
-# A here-document's start at the end of a line (`cat > $1.sh <<%EOF%`, `<<-'EOF'`): the lines after it
-# are text the shell code writes, not a job quoted in notes.
-_HEREDOC_OPENS = re.compile(r"(?<!<)<<-?\s*(['\"]?)[%\w.@-]+\1\s*$")
-# A here-document opened anywhere on a line (`cat << EOF | sbatch`, `sbatch <<-'EOF'`): `<<-` strips leading
-# tabs, and a delimiter with any part quoted (`'EOF'`, `"EOF"`, `\EOF`) leaves the body unexpanded (bash(1),
-# "Here Documents", bash 5.2); the first here-document of a line reads the first body after it.
-_HEREDOC_WORD = re.compile(r"(?<!<)<<(-?)[ \t]*(\\?)(['\"]?)([%\w.@-]+)\3")
+class Heredoc(NamedTuple):
+    """A here-document that a line opens, as bash reads it (bash(1), "Here Documents", bash 5.2): the
+    delimiter is the word after quote removal; a word with any part quoted (`'EOF'`, `E"OF"`, `\\EOF`)
+    leaves the body unexpanded, else the writing shell expands `$NAME` and backquotes in it."""
+    delimiter: str
+    expanded: bool
+    end_line: int | None  # the delimiter's line (1-based), None where it never comes
+    command_follows: bool  # more of the command after the word on its line (`| sbatch`, `> job.sh`), not a comment
+
+
+def heredoc_opened_on(lines: list[str], number: int) -> Heredoc | None:
+    """The first here-document that line `number` (1-based) opens, read by tree-sitter-bash from that
+    line on: a `<<` in a comment, a string or an arithmetic shift (`$(( 1 << 4 ))`) opens none."""
+    from validator.shell import parse_shell_tree
+
+    if not 0 < number <= len(lines) or "<<" not in lines[number - 1]:
+        return None
+    data = "\n".join(lines[number - 1:]).encode("utf-8", "surrogatepass")
+    stack = [parse_shell_tree(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.start_point[0] > 0:
+            continue
+        if node.type != "heredoc_redirect":
+            stack.extend(reversed(node.children))
+            continue
+        start = next((c for c in node.children if c.type == "heredoc_start"), None)
+        if start is None:
+            return None
+        word = start.text.decode("utf-8", "replace")
+        delimiter = re.sub(r"[\"'\\]", "", word)
+        # the delimiter's line found here: tree-sitter-bash's heredoc_end misplaces it after a partly
+        # quoted word (E"OF"); `<<-` strips leading tabs from it
+        tabs = any(c.type == "<<-" for c in node.children)
+        end = next((i + 1 for i in range(number, len(lines))
+                    if (lines[i].lstrip("\t") if tabs else lines[i]) == delimiter), None)
+        rest = data.split(b"\n", 1)[0][start.end_point[1]:].decode("utf-8", "replace").strip()
+        return Heredoc(delimiter, word == delimiter, end, bool(rest) and not rest.startswith("#"))
+    return None
+
+
 # A word of prose ("program,", "individually."; "C++" is none); a list item's marker ("1)", "-", "*").
 _PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*[,.:;!?]?")
 _LIST_MARKER = re.compile(r"([0-9]{1,2}[.)]|[-*])")
@@ -70,6 +105,16 @@ def _prose_above(lines: list[str]) -> bool:
     """Prose, a Markdown fence or a rule above a quoted job: a text (notes that quote `sbatch <<EOF`),
     not shell code that writes a job."""
     return any(is_prose(line) or _QUOTATION_END.match(line) for line in lines)
+
+
+def _code_writes_job(lines: list[str], number: int) -> bool:
+    """Line `number` (1-based, just above a job's first line) opens a here-document and the command ends
+    there (`cat > $1.sh <<%EOF%`, `sbatch <<'EOF'  # submit`), not under prose (notes that quote `sbatch
+    <<EOF`): shell code that writes the job (round one hundred and twenty-five's `make_run_file`), and
+    the file is that code. With more of the command after the word (`cat << EOF | sbatch`), the body is
+    the job read as one (Script.embedding_heredoc)."""
+    heredoc = heredoc_opened_on(lines, number)
+    return heredoc is not None and not heredoc.command_follows and not _prose_above(lines[:number])
 
 
 def interpreter(first_line: str) -> str | None:
@@ -130,13 +175,11 @@ class Script:
             start = text.count("\n", 0, found.start())
             # a job that shell code writes with a here-document (a generator run with bash, round one
             # hundred and twenty-five: `make_run_file() { cat > $1.sh <<%EOF%`): the file is the code
-            return 1 if start > 0 and _HEREDOC_OPENS.search(lines[start - 1]) and not _prose_above(lines[:start]) \
-                else start + 1
+            return 1 if start > 0 and _code_writes_job(lines, start) else start + 1
         first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), 0)
         while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
             first -= 1
-        return 1 if first > 0 and _HEREDOC_OPENS.search(lines[first - 1]) and not _prose_above(lines[:first]) \
-            else first + 1
+        return 1 if first > 0 and _code_writes_job(lines, first) else first + 1
 
     @cached_property
     def text(self) -> str:
@@ -161,29 +204,23 @@ class Script:
         if self.embedded_from == 1:
             return len(lines) + 1
         heredoc = self.embedding_heredoc
-        return next((i + 1 for i in range(self.embedded_from, len(lines))
-                     if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])
-                     or heredoc is not None and (lines[i].lstrip("\t") if heredoc[1] else lines[i]) == heredoc[0]),
-                    len(lines) + 1)
+        end = heredoc.end_line if heredoc is not None and heredoc.end_line is not None else len(lines) + 1
+        return next((i + 1 for i in range(self.embedded_from, end - 1)
+                     if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])), end)
 
     @cached_property
-    def embedding_heredoc(self) -> tuple[str, bool, bool] | None:
-        """(delimiter, tabs stripped, expanded) of the here-document whose body is the embedded job script
-        (`cat << EOF | sbatch` on the line above its '#!' line: round two hundred and one's generators),
-        or None. The job ends at the delimiter's line; an unquoted delimiter means the writing shell
-        expands `$NAME` and backquotes in the body before sbatch reads it."""
+    def embedding_heredoc(self) -> Heredoc | None:
+        """The here-document whose body is the embedded job script (`cat << EOF | sbatch` on the line
+        above its '#!' line: round two hundred and one's generators), or None. The job ends at its
+        delimiter's line."""
         if self.embedded_from == 1:
             return None
-        lines = (self.source.text or "").split("\n")
-        found = _HEREDOC_WORD.search(lines[self.embedded_from - 2]) if self.embedded_from >= 2 else None
-        if found is None:
-            return None
-        return found.group(4), bool(found.group(1)), not (found.group(2) or found.group(3))
+        return heredoc_opened_on((self.source.text or "").split("\n"), self.embedded_from - 1)
 
     @property
     def expanded_by_writer(self) -> bool:
         """The job script is the body of an unquoted here-document: the writing shell expands it."""
-        return self.embedding_heredoc is not None and self.embedding_heredoc[2]
+        return self.embedding_heredoc is not None and self.embedding_heredoc.expanded
 
     @cached_property
     def quotes_job_text(self) -> bool:

@@ -248,6 +248,11 @@ def _word(node) -> Word:
 _BARE_HEREDOC = re.compile(rb"(?m)^(?<!\\\n)([ \t]*)(<<-?[ \t]*(['\"]?)[A-Za-z_]\w*\3[ \t]*$)")
 
 
+def parse_shell_tree(data: bytes):
+    """tree-sitter-bash's tree of a text, for a reader that needs only the syntax (model.heredoc_opened_on)."""
+    return _parser().parse(data)
+
+
 def parse_shell(text: str) -> ShellScript:
     global _pos
     data = text.encode("utf-8", "surrogatepass")

@@ -24,7 +24,8 @@ slurm-26-05-1-1; sbatch.1: "state changes as defined by --mail-type"). A --mail-
 script: a wrapper that passes it makes the finding true and unreported.
 A job script written by a generator as an unquoted here-document (`cat << EOF | sbatch`): the writing
 shell expands its variables before sbatch reads the text (bash(1), "Here Documents", bash 5.2): not
-reported there (model.Script.expanded_by_writer).
+reported there (model.Script.expanded_by_writer), unless a backslash escapes the `$` (bash removes
+the backslash, and sbatch gets `$NAME`).
 A --mail-type word that parse_mail_type() (src/common/proc_args.c) does not know: alone, the value is
 INFINITE16 and arg_set_mail_type() refuses it; beside known events it is skipped (the same code at
 slurm-22-05-0-1 and slurm-26-05-1-1), and reported unless it misspells an event whose mail comes anyway
@@ -34,7 +35,7 @@ Holds for: 22.05-26.05.
 import difflib
 import re
 
-from validator.sbatch import MAIL_EVENTS, VALUE_TYPES, mail_events, placeholder
+from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -93,7 +94,7 @@ def _engine_only(parsed, line: int) -> bool:
 # of `-n $1`, `--mem=$2G`, true: this change loses it).
 # A writer's %NAME mark counts the same (round two hundred and one: a MATLAB sweeper's job template,
 # `--cpus-per-task=%NCPUs`, `--mem-per-cpu=%MEMpCPU`, filled with strrep): '%' is no part of a count,
-# size or time, and a name of three or more characters after it is no filename pattern (%j, %4a).
+# size or time.
 _BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]|%[A-Za-z][A-Za-z0-9_]{2,31}")
 
 
@@ -154,7 +155,7 @@ def check(target):
         if option.name is None or option.problem or value is None:
             continue
         if "$" in value or "`" in value:
-            if script.expanded_by_writer:
+            if script.expanded_by_writer and not _ESCAPED.search(parsed.lines[option.line - 1]):
                 continue  # the body of an unquoted here-document: the writing shell expands it before sbatch
             if option.name == "mail-user" and not parsed.get("mail-type"):
                 continue  # no mail is sent: every mail_job_info() call is gated by the job's mail_type
@@ -170,11 +171,15 @@ def check(target):
             yield (script.display, option.line, option.col, f"--{option.name}={value} is not {kind[1]}; sbatch rejects it")
 
 
+# `\$NAME` in an unquoted here-document: the writing shell removes the backslash and leaves `$NAME` for sbatch
+_ESCAPED = re.compile(r"\\[$`]")
+
+
 # Mail that comes although its word is misspelt: a failed job whose mail_type lacks FAIL gets its END mail
 # ("Ended ..., FAILED": job_completion_logger() in src/slurmctld/job_mgr.c tests FAIL, else END, at
 # slurm-22-05-0-1 and slurm-26-05-1-1); ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT
 # (parse_mail_type() in src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
-_MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": {"BEGIN", "END", "FAIL", "REQUEUE", "INVALID_DEPEND", "STAGE_OUT"}}
+_MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": MAIL_ALL}
 
 
 def _lost(word: str, kept: list[str]) -> bool:
