@@ -59,6 +59,7 @@ RULE_MODULES = [
     "launch_rdzv_host",
     "launch_bare_wait",
     "launch_step_assignment",
+    "launch_srun_task_count",
     "launch_unset_argument",
     "launch_default_quotes",
     "launch_unset_variable",

@@ -331,8 +331,11 @@ def _own_shard(text: str) -> bool:
 # A per-node helper script by its name: copy-data.sh, clean_cache.sh, download-model.sh, drop-caches.sh,
 # config_env_ddp.sh or setup_venv.sh (a virtualenv built on each node before the training step: round
 # twenty-four, 3 of 3 judged false), slurm-metadata.sh or collect-node-info.sh (what each node has:
-# round two's three cloudai reference jobs, judged false)
+# round two's three cloudai reference jobs, judged false), extract.sh (untar a node's inputs into its local
+# scratch: round two hundred and four's HyperQueue job, judged false). Not archive.sh, which carries the
+# results back: the job must fail with it (launch-strict-mode reads this table too; judged true there).
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor"
+                            r"|extract|unpack|untar|unzip"
                             r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
                             r"([-_][\w-]*)?\.(sh|py)$")
 # A script name that says it runs the job's work, whatever helper word it also holds
@@ -442,6 +445,35 @@ def _runs_ray(command) -> bool:
 
 
 step_program = _program  # shared with launch-bare-wait: one reading of srun's options
+own_options = _own_options  # shared with launch-srun-task-count
+
+
+def refused_task_count(own) -> tuple[str, str] | None:
+    """(word, value) of srun's own -n/--ntasks (`own`: the options before the program) whose literal value
+    parse_int() refuses: not a whole number above zero (`-np 4` is -n with the value "p"). srun then
+    stops with 'Invalid numeric value' before any task starts (arg_set_ntasks() in src/common/slurm_opt.c,
+    parse_int() in src/common/proc_args.c: strtol, the whole value, positive; at slurm-22-05-0-1 and
+    slurm-26-05-1-1)."""
+    for i, arg in enumerate(own.args):
+        text = arg.value
+        if text is None or text.startswith("--") and not text.startswith("--ntasks"):
+            continue
+        if text in ("-n", "--ntasks"):
+            after = own.args[i + 1] if i + 1 < len(own.args) else None
+            value = after.value if after is not None else None
+        elif text.startswith("--ntasks="):
+            value = text.split("=", 1)[1]
+        elif text.startswith("-n") and not text.startswith("--"):
+            value = text[2:]
+        else:
+            continue
+        if value is not None and not _POSITIVE_INT.fullmatch(value):
+            return text, value
+    return None
+
+
+# what strtol reads whole and parse_int(positive) keeps: optional blanks and '+', digits, above zero
+_POSITIVE_INT = re.compile(r"[ \t]*\+?0*[1-9][0-9]{0,8}")
 
 
 def helper_step(shell, command) -> bool:
@@ -774,7 +806,7 @@ def check(target):
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is not None or _ends_after_first_exit(shell, own):
+        if kill is not None or _ends_after_first_exit(shell, own) or refused_task_count(own):  # no task starts
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \

@@ -1,0 +1,38 @@
+"""srun's task count must be a whole number: `srun -np 4` (mpirun's spelling) is -n with the value "p", and srun stops before any task starts.
+
+Premise: srun reads -n/--ntasks with parse_int("--ntasks", arg, true): strtol over the whole value,
+which must be a number above zero, else "Invalid numeric value "p" for --ntasks." and exit(1)
+(arg_set_ntasks() in src/common/slurm_opt.c, parse_int() in src/common/proc_args.c, the same at
+slurm-22-05-0-1 and slurm-26-05-1-1). getopt reads `-np` as -n with the attached value "p" (srun has
+no -np; mpirun and mpiexec do). Only srun's own options are read (the words before the program it
+runs: `srun -N1 mpirun -np 4 prog` passes -np to mpirun), only literal values, and only where the
+srun command parses whole (a template's `-n $((~~NODES~~ * ~~PPN~~))` does not).
+Holds for: 22.05-26.05.
+"""
+from validator.rules.base import with_payloads
+from validator.rules.launch_kill_on_bad_exit import own_options, refused_task_count
+
+ID = "launch-srun-task-count"
+SEVERITY = "error"
+SCOPE = "script"
+DESCRIPTION = ("srun's -n/--ntasks must be a whole number above zero: `srun -np 4` (mpirun's spelling) is -n with "
+               "the value 'p', and srun exits with 'Invalid numeric value' before any task starts.")
+GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
+                      "srun --kill-on-bad-exit=1 -n 4 python3 decompose.py\n"}
+BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
+                     "srun --kill-on-bad-exit=1 -np 4 python3 decompose.py\n"}
+
+
+def check(target):
+    shell = target.script.shell
+    for command, _ in with_payloads(shell):
+        if command.name != "srun" or command.node is None or command.node.has_error:
+            continue  # a line the parser could not take whole (`-n $((~~NODES~~ * ~~PPN~~))`): its words are guesses
+        refused = refused_task_count(own_options(command, shell))
+        if refused is None:
+            continue
+        word, value = refused
+        hint = " (srun has no -np: that is mpirun's; write -n N)" if word.startswith("-np") else ""
+        yield (target.script.display, command.line, command.col,
+               f"srun {word}: '{value}' is no task count; srun exits with 'Invalid numeric value' before any task "
+               f"starts{hint}")
