@@ -12,7 +12,7 @@ from validator import sbatch
 from validator.config import ConfigError, load_config
 from validator.findings import Finding
 from validator.model import MANIFEST_NAME, SCRIPT_NAME, Target, load_preset, load_script
-from validator.shellcheck import ANGLE_TOKEN, PARSE_ERRORS, keep_in_default_profile, start_shellcheck
+from validator.shellcheck import ANGLE_TOKEN, PARSE_ERRORS, finding_line, keep_in_default_profile, start_shellcheck
 from validator.source import display_path, peek
 from validator.suppress import SCRIPT_BREAKS, YAML_BREAKS, parse_suppressions
 
@@ -330,8 +330,7 @@ def unrendered_template(finding: Finding, script) -> bool:
         return False
     if script.parsed.template_lines or script.parsed.engine_lines:
         return True
-    if finding.rule not in _TEMPLATE_PARSE_ERRORS or not 0 < finding.line <= len(script.lines) \
-            or not ANGLE_TOKEN.search(script.lines[finding.line - 1]):
+    if finding.rule not in _TEMPLATE_PARSE_ERRORS or not ANGLE_TOKEN.search(finding_line(finding, script)):
         return False
     from validator.rules.sbatch_bad_value import template_placeholder_lines
     return bool(template_placeholder_lines(script.parsed))

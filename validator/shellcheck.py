@@ -107,7 +107,7 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2283" and _literal_equals(finding, script):
         return False
-    if finding.rule == "SC2199" and _MEMBERSHIP.search(_line(finding, script)):
+    if finding.rule == "SC2199" and _MEMBERSHIP.search(finding_line(finding, script)):
         return False
     if finding.rule == "SC1087" and (_in_pattern(finding, script) or _no_array(finding, script)):
         return False
@@ -125,7 +125,7 @@ def _lines(script) -> list[str]:
     return script.lines if script is not None else []
 
 
-def _line(finding: Finding, script) -> str:
+def finding_line(finding: Finding, script) -> str:
     """The text of the finding's line, or "" where the script or the line is not there."""
     lines = _lines(script)
     return lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
@@ -134,7 +134,7 @@ def _line(finding: Finding, script) -> str:
 def _in_echo(finding: Finding, script) -> bool:
     """SC2145 (an array mixed into a string) in an echo: echo joins its arguments with spaces, so
     "cmd: ${args[@]}" prints the same as "cmd: ${args[*]}" (bash(1), echo builtin)."""
-    return _line(finding, script).lstrip().startswith("echo ")
+    return finding_line(finding, script).lstrip().startswith("echo ")
 
 
 # Programs that take '=' as an ordinary argument: `grep = config.ini` (the pattern), `expr a = b`.
@@ -146,7 +146,7 @@ def _literal_equals(finding: Finding, script) -> bool:
     """SC2283 ('remove spaces around = to assign') where the word before '=' is a program that takes
     '=' as an argument (`source <(grep = ../config.ini)`): no assignment was meant, bash runs it as
     written."""
-    before = _line(finding, script)[:max(finding.col - 1, 0)]
+    before = finding_line(finding, script)[:max(finding.col - 1, 0)]
     words = before.replace("(", " ").replace("|", " ").split()
     return bool(words) and words[-1] in _TAKES_EQUALS
 
@@ -168,7 +168,7 @@ _PATTERN_TOOLS = {"sed", "grep", "egrep", "awk", "gawk", "perl"}
 def _in_pattern(finding: Finding, script) -> bool:
     from validator.rules.base import enclosing_command_name
     root = getattr(getattr(script, "shell", None), "root", None)
-    line = _line(finding, script)
+    line = finding_line(finding, script)
     if root is None or not line:
         return False
     # shellcheck's json1 columns count characters (a tab is one); tree-sitter's count bytes
@@ -190,7 +190,7 @@ def _no_array(finding: Finding, script) -> bool:
     assigned to using the syntax name[subscript]=value", `declare -a`, `read -a`, `mapfile`) or one bash
     sets itself (BASH_REMATCH, PIPESTATUS, ...) keeps the finding: `$args[$SLURM_ARRAY_TASK_ID]` passes the
     first element and a literal `[N]` (round twenty-eight)."""
-    line = _line(finding, script)
+    line = finding_line(finding, script)
     found = _BRACKETED.match(line, max(finding.col - 1, 0)) or _BRACKETED.search(line, max(finding.col - 2, 0))
     if found is None:
         return False
@@ -236,7 +236,7 @@ def _filled_here(finding: Finding, script) -> bool:
     submitted job never holds the token. Only a template below a top-level `exit` (bash never reads it
     as the launcher's code) and a fill outside a comment: a `<your_env>` nobody fills, or a token on a
     line bash runs (a sed that fills another file), stays reported: bash refuses it."""
-    line = _line(finding, script)
+    line = finding_line(finding, script)
     shell = getattr(script, "shell", None)
     if shell is None or not line:
         return False
@@ -284,7 +284,7 @@ def _only_comments_after(finding: Finding, script) -> bool:
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:
-    tests = list(_N_TEST.finditer(_line(finding, script)))
+    tests = list(_N_TEST.finditer(finding_line(finding, script)))
     if not tests:
         return False
     # the test that the finding's column points at (shellcheck's columns are 1-based)
