@@ -6,7 +6,8 @@ background with a bare `wait` after each hundred, the srun lines inside a functi
 array (`srun "${ARGS[@]}"`, which launch-kill-on-bad-exit reads through); and "mixed", 10,000 lines
 of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset near-name and an export; and
 "wait-checks", 2,500 background steps each followed by a bare `wait` and a test of its result that exits
-(`[ -s out ] || exit 1`). shellcheck is off (--no-shellcheck): this
+(`[ -s out ] || exit 1`); "killed-servers", 5,000 server steps each kept by `P=$!` and killed before a bare
+`wait`. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -35,8 +36,12 @@ def shapes() -> dict[str, str]:
     # a bare wait after each step, then a test of its result (launch-bare-wait and launch-strict-mode ask
     # checks_results_after once per wait)
     wait_checks = "".join(f"srun -n2 ./step {i} &\nwait\n[ -s out{i} ] || exit 1\n" for i in range(LINES // 4))
+    # a server step kept by its PID and killed before the next bare wait, one name reused (launch-bare-wait
+    # finds the first kill after each step with bisect)
+    killed = "".join(f"srun ./s{i} &\nP=$!\nsrun ./c{i}\nkill $P\nwait\n" for i in range(LINES // 2))
     return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function,
-            "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n", "wait-checks": HEAD + wait_checks}
+            "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n", "wait-checks": HEAD + wait_checks,
+            "killed-servers": HEAD + killed}
 
 
 def run_once(path: Path) -> float:

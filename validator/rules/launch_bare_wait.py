@@ -15,7 +15,9 @@ branch, a subshell or a list that may leave it out. Nor is a bare wait reported 
 background step (outside loops and functions) where the batch shell then tests the files the step
 left behind and exits non-zero when a test fails (checks_results_after in rules/base.py: `[ -f
 ocean.output ] || exit 1`): a failed step still fails the job. With two steps or more (a server and
-its client) the wait may never return, and the test after it never runs: still reported.
+its client) the wait may never return, and the test after it never runs: still reported. A background
+step whose PID the script keeps (`PID=$!`) and kills itself (`kill $PID`) before the next bare wait is
+a server stopped on purpose: its status is not wanted, and the wait does not hang on it.
 """
 import bisect
 import re
@@ -98,6 +100,39 @@ def _starts(shell, background) -> list[int]:
     return sorted(starts)
 
 
+def _killed_before_wait(shell, background) -> set:
+    """The background commands (outside functions) whose PID the script keeps (`PID=$!` after it: bash's
+    $! is the last background job's) and kills itself (`kill $PID`) before the next bare wait: a server
+    the job stops on purpose once its work is done (round two hundred and nine: a vLLM server step beside
+    GRPO training). Its status is not wanted, and the wait after the kill does not hang on it."""
+    outside = sorted((c for c in background if _function_name(c.node) is None), key=lambda c: c.node.start_byte)
+    lines = [c.line for c in outside]
+    kills = {}
+    for kill in sorted(shell.named("kill"), key=lambda c: c.node.start_byte):
+        for arg in kill.args:
+            for name in _EXPANDED.findall(arg.raw):
+                kills.setdefault(name, []).append(kill.node.start_byte)
+    waits = sorted(c.node.start_byte for c in shell.named("wait") if not c.args)
+    killed = set()
+    for a in shell.assignments:
+        if a.raw.strip('"') not in ("$!", "${!}") or a.name not in kills:
+            continue
+        i = bisect.bisect_right(lines, a.line) - 1  # the last background command at or above the assignment
+        if i < 0:
+            continue
+        step = outside[i]
+        after = bisect.bisect_right(waits, step.node.start_byte)
+        wait_at = waits[after] if after < len(waits) else None
+        times = kills[a.name]  # in document order: the first kill after the step (bisect: linear overall)
+        j = bisect.bisect_right(times, step.node.start_byte)
+        if j < len(times) and (wait_at is None or times[j] < wait_at):
+            killed.add(id(step))
+    return killed
+
+
+_EXPANDED = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+
+
 def _always_runs(node) -> bool:
     """A statement of the batch script's top level: it runs whenever the shell gets there (not in a
     branch, a loop, a subshell or an `&&`/`||` list, any of which may leave it out)."""
@@ -109,6 +144,8 @@ def check(target):
     steps = {"srun"} | _functions_running_srun(shell)
     background = [c for c in shell.commands if (c.name in steps or _work(c)) and backgrounded(c)
                   and not _nothing_to_lose(c)]
+    killed = _killed_before_wait(shell, background) if background else set()
+    background = [c for c in background if id(c) not in killed]
     if not background:
         return
     first = min(c.node.start_byte for c in background)
