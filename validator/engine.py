@@ -318,8 +318,9 @@ _TEMPLATE_PARSE_ERRORS = PARSE_ERRORS | {"SC1019"}
 
 def unrendered_template(finding: Finding, script) -> bool:
     """A default-profile shellcheck finding about a template's unrendered text, not the job's code:
-    - any finding in a file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}):
-      a tool renders it before sbatch;
+    - any finding in a file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}),
+      or under a folder named by a template token (`{{cookiecutter.project_slug}}/`): a tool renders it
+      before sbatch;
     - a parse error at a `<token>` (`source <source>`, `python <dir>/run.py`) in a file whose directives
       hold a person's placeholders (`#SBATCH --account=<account>`): sbatch-bad-value reports that file
       once as a template to fill in before sbatch ("reported once, for every placeholder line"), and the
@@ -328,7 +329,7 @@ def unrendered_template(finding: Finding, script) -> bool:
       column: SC1073 points at the construct's start (`if`, `>`), SC1072 past it."""
     if script is None:
         return False
-    if script.parsed.template_lines or script.parsed.engine_lines:
+    if script.parsed.template_lines or script.parsed.engine_lines or script.in_rendered_folder:
         return True
     if finding.rule not in _TEMPLATE_PARSE_ERRORS or not ANGLE_TOKEN.search(finding_line(finding, script)):
         return False

@@ -33,6 +33,7 @@ class Heredoc(NamedTuple):
     expanded: bool
     end_line: int | None  # the delimiter's line (1-based), None where it never comes
     command_follows: bool  # more of the command after the word on its line (`| sbatch`, `> job.sh`), not a comment
+    reader: str  # the command that reads the body (`sbatch <<EOF`: sbatch; `cat > job.sh <<EOF`: cat)
 
 
 def heredoc_opened_on(lines: list[str], number: int) -> Heredoc | None:
@@ -55,14 +56,17 @@ def heredoc_opened_on(lines: list[str], number: int) -> Heredoc | None:
         if start is None:
             return None
         word = start.text.decode("utf-8", "replace")
-        delimiter = re.sub(r"[\"'\\]", "", word)
+        delimiter = re.sub(r"[\"'\\]", "", word[1:] if word[:2] in ("$'", '$"') else word)  # $'EOF' is quoted
         # the delimiter's line found here: tree-sitter-bash's heredoc_end misplaces it after a partly
         # quoted word (E"OF"); `<<-` strips leading tabs from it
         tabs = any(c.type == "<<-" for c in node.children)
         end = next((i + 1 for i in range(number, len(lines))
                     if (lines[i].lstrip("\t") if tabs else lines[i]) == delimiter), None)
         rest = data.split(b"\n", 1)[0][start.end_point[1]:].decode("utf-8", "replace").strip()
-        return Heredoc(delimiter, word == delimiter, end, bool(rest) and not rest.startswith("#"))
+        body = node.parent.child_by_field_name("body") if node.parent is not None else None
+        name = body.child_by_field_name("name") if body is not None and body.type == "command" else None
+        reader = name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] if name is not None else ""
+        return Heredoc(delimiter, word == delimiter, end, bool(rest) and not rest.startswith("#"), reader)
     return None
 
 
@@ -111,10 +115,12 @@ def _code_writes_job(lines: list[str], number: int) -> bool:
     """Line `number` (1-based, just above a job's first line) opens a here-document and the command ends
     there (`cat > $1.sh <<%EOF%`, `sbatch <<'EOF'  # submit`), not under prose (notes that quote `sbatch
     <<EOF`): shell code that writes the job (round one hundred and twenty-five's `make_run_file`), and
-    the file is that code. With more of the command after the word (`cat << EOF | sbatch`), the body is
-    the job read as one (Script.embedding_heredoc)."""
+    the file is that code. With more of the command after the word (`cat << EOF | sbatch`), or where
+    sbatch itself reads the body (`sbatch <<'EOF'`), the body is the job, read as one
+    (Script.embedding_heredoc)."""
     heredoc = heredoc_opened_on(lines, number)
-    return heredoc is not None and not heredoc.command_follows and not _prose_above(lines[:number])
+    return heredoc is not None and not heredoc.command_follows and heredoc.reader != "sbatch" \
+        and not _prose_above(lines[:number])
 
 
 def interpreter(first_line: str) -> str | None:
@@ -216,6 +222,13 @@ class Script:
         if self.embedded_from == 1:
             return None
         return heredoc_opened_on((self.source.text or "").split("\n"), self.embedded_from - 1)
+
+    @property
+    def in_rendered_folder(self) -> bool:
+        """The file lies under a folder whose name is a template token (`{{cookiecutter.project_slug}}/`):
+        a project generator (cookiecutter, copier) renders every file there, and its hooks may rewrite
+        them, before anyone submits one; the text here is not what sbatch will read."""
+        return any("{{" in part and "}}" in part for part in self.display.replace("\\", "/").split("/")[:-1])
 
     @property
     def expanded_by_writer(self) -> bool:

@@ -22,7 +22,8 @@ a server stopped on purpose: its status is not wanted, and the wait does not han
 import bisect
 import re
 
-from validator.rules.base import WORK_PROGRAMS, backgrounded, checks_results_after, enclosing, interactive_server
+from validator.rules.base import (WORK_PROGRAMS, backgrounded, checks_results_after, enclosing, interactive_server,
+                                  statement_of)
 from validator.rules.launch_kill_on_bad_exit import step_program
 
 ID = "launch-bare-wait"
@@ -101,36 +102,83 @@ def _starts(shell, background) -> list[int]:
 
 
 def _killed_before_wait(shell, background) -> set:
-    """The background commands (outside functions) whose PID the script keeps (`PID=$!` after it: bash's
-    $! is the last background job's) and kills itself (`kill $PID`) before the next bare wait: a server
-    the job stops on purpose once its work is done (round two hundred and nine: a vLLM server step beside
-    GRPO training). Its status is not wanted, and the wait after the kill does not hang on it."""
-    outside = sorted((c for c in background if _function_name(c.node) is None), key=lambda c: c.node.start_byte)
-    lines = [c.line for c in outside]
+    """The background steps the script stops itself before the next bare wait: a server the job ends on
+    purpose once its work is done (round two hundred and nine: a vLLM server beside GRPO training). Its
+    status is not wanted, and the wait after the kill does not hang on it. Only where that surely
+    happens (bash(1): `$!` is the last background job's PID; `kill` sends SIGTERM by default):
+    the step is a statement of the script's top level, not a pipeline (`srun ... | tee log &`: $! is
+    tee's); the next statement keeps its PID (`PID=$!`); a `kill ... $PID` with a signal that ends a
+    process (TERM by default; not 0, STOP or CONT) runs at the top level (alone or first in `kill ... || true`) after it and before the next bare wait,
+    and PID is not set again in between."""
+    waits = sorted(c.node.start_byte for c in shell.named("wait") if not c.args)
     kills = {}
-    for kill in sorted(shell.named("kill"), key=lambda c: c.node.start_byte):
+    for kill in shell.named("kill"):
+        words = [a.value or a.raw for a in kill.args]
+        signals = [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")] + \
+                  [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")]
+        if kill.node is None or not _top_level(kill.node) or \
+                any(sig.upper().removeprefix("SIG") not in _ENDING_SIGNALS for sig in signals):
+            continue
         for arg in kill.args:
             for name in _EXPANDED.findall(arg.raw):
                 kills.setdefault(name, []).append(kill.node.start_byte)
-    waits = sorted(c.node.start_byte for c in shell.named("wait") if not c.args)
     killed = set()
-    for a in shell.assignments:
-        if a.raw.strip('"') not in ("$!", "${!}") or a.name not in kills:
+    for step in background:
+        statement = statement_of(step.node)
+        if step.in_pipeline or statement is None or statement.parent is None or statement.parent.type != "program":
             continue
-        i = bisect.bisect_right(lines, a.line) - 1  # the last background command at or above the assignment
-        if i < 0:
+        after = statement.next_named_sibling
+        if after is None or after.type != "variable_assignment" or after.child_by_field_name("value") is None \
+                or after.child_by_field_name("value").text.decode("utf-8", "replace").strip('"') not in ("$!", "${!}"):
             continue
-        step = outside[i]
-        after = bisect.bisect_right(waits, step.node.start_byte)
-        wait_at = waits[after] if after < len(waits) else None
-        times = kills[a.name]  # in document order: the first kill after the step (bisect: linear overall)
-        j = bisect.bisect_right(times, step.node.start_byte)
-        if j < len(times) and (wait_at is None or times[j] < wait_at):
+        name = after.child_by_field_name("name").text.decode("utf-8", "replace")
+        # the next bare wait, or where PID is set again, whichever comes first (bisect: linear overall)
+        sets, k = _assignment_nodes(shell, name), bisect.bisect_right(waits, step.node.start_byte)
+        r = bisect.bisect_right(sets, after.start_byte)
+        bounds = ([waits[k]] if k < len(waits) else []) + ([sets[r]] if r < len(sets) else [])
+        until = min(bounds, default=None)
+        times = sorted(kills.get(name, ()))
+        j = bisect.bisect_right(times, after.start_byte)  # the first kill after it (bisect: linear overall)
+        if j < len(times) and (until is None or times[j] < until):
             killed.add(id(step))
     return killed
 
 
+def _top_level(node) -> bool:
+    """A command that runs whenever the shell gets to it: a statement of the script's top level, or the
+    first command of a top-level `a || b` / `a && b` list (`kill "$PID" 2>/dev/null || true`)."""
+    statement = statement_of(node)
+    if statement is None or statement.parent is None or statement.parent.type != "program":
+        return False
+    while node != statement:
+        parent = node.parent
+        if parent is None or parent.type == "list" and parent.children[0] != node:
+            return False
+        node = parent
+    return True
+
+
+def _assignment_nodes(shell, name: str) -> list[int]:
+    """Where the script assigns `name` (start bytes), found once per script and name."""
+    index = shell.once("assignment bytes", lambda: _index_assignments(shell))
+    return index.get(name, [])
+
+
+def _index_assignments(shell) -> dict:
+    found, stack = {}, [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "variable_assignment":
+            target = node.child_by_field_name("name")
+            if target is not None:
+                found.setdefault(target.text.decode("utf-8", "replace"), []).append(node.start_byte)
+        stack.extend(node.children)
+    return {name: sorted(at) for name, at in found.items()}
+
+
 _EXPANDED = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+# Signals whose default action ends a process (signal(7)); not 0 (a test), STOP/TSTP (a pause), CONT
+_ENDING_SIGNALS = {"TERM", "KILL", "INT", "HUP", "QUIT", "USR1", "USR2", "15", "9", "2", "1", "3"}
 
 
 def _always_runs(node) -> bool:

@@ -42,7 +42,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   backgrounded, bad_batch, exclusive_nodes, in_function, interactive_server,
                                   payload_text, requested_gpus_per_node, srun_option, statement_of)
 from validator.sbatch import SPANK_OPTIONS, TEMPLATE, option_table
-from validator.shell import parse_shell
+from validator.shell import Word, parse_shell
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
@@ -286,8 +286,18 @@ def _program(command, shell=None):
     """The word srun runs (after its options), None when there is none; its value is None when the
     word expands something. With the script (`shell`), a variable it sets to a program's path is
     that program (`srun $MATLAB -r ...`), not an options variable."""
+    args = command.args
+    i = _read_options(command, shell)[0]
+    return args[i] if i < len(args) else None
+
+
+def _read_options(command, shell=None) -> tuple[int, list]:
+    """srun's own options as getopt reads them: (index of the program word, [(option text, its value
+    Word or None)]). A long option takes the next word when sbatch/srun's table or a SPANK plugin says
+    it requires a value; a short one (SHORT_WITH_VALUE) takes the rest of its word or the next word.
+    The one reader of srun's options: _program and refused_task_count."""
     table = option_table()["options"]
-    args, i = command.args, 0
+    args, i, read = command.args, 0, []
     while i < len(args):
         text = args[i].value
         if text is None and _OPTIONS_VARIABLE.fullmatch(args[i].raw):  # srun "${SRUN_ARGS[@]}" ...: options
@@ -306,13 +316,25 @@ def _program(command, shell=None):
             name = text[2:]
             takes = table.get(name, {}).get("arg") == "required" or name in _SRUN_LONG_WITH_VALUE \
                 or any(SPANK_OPTIONS[plugin].get(name) == "required" for plugin in SPANK_OPTIONS)
-            i += 2 if "=" not in name and takes else 1
+            joined = "=" in name
+            if joined:
+                read.append((text.split("=", 1)[0], Word(name.split("=", 1)[1], name.split("=", 1)[1]
+                             if args[i].value is not None else None, args[i].line, args[i].col)))
+            else:
+                read.append((text, args[i + 1] if takes and i + 1 < len(args) else None))
+            i += 2 if not joined and takes else 1
             continue
         if text.startswith("-") and len(text) > 1:
+            attached = len(text) > 2 and text[1] in SHORT_WITH_VALUE
+            if attached:
+                read.append((text[:2], Word(text[2:], text[2:] if args[i].value is not None else None,
+                                            args[i].line, args[i].col + 2)))
+            else:
+                read.append((text, args[i + 1] if text[1:] in SHORT_WITH_VALUE and i + 1 < len(args) else None))
             i += 2 if len(text) == 2 and text[1] in SHORT_WITH_VALUE else 1
             continue
         break
-    return args[i] if i < len(args) else None
+    return i, read
 
 
 _RAY = re.compile(r"(?<![\w.-])ray\s+(start|symmetric-run)\b")
@@ -445,35 +467,33 @@ def _runs_ray(command) -> bool:
 
 
 step_program = _program  # shared with launch-bare-wait: one reading of srun's options
-own_options = _own_options  # shared with launch-srun-task-count
 
 
-def refused_task_count(own) -> tuple[str, str] | None:
-    """(word, value) of srun's own -n/--ntasks (`own`: the options before the program) whose literal value
-    parse_int() refuses: not a whole number above zero (`-np 4` is -n with the value "p"). srun then
-    stops with 'Invalid numeric value' before any task starts (arg_set_ntasks() in src/common/slurm_opt.c,
-    parse_int() in src/common/proc_args.c: strtol, the whole value, positive; at slurm-22-05-0-1 and
-    slurm-26-05-1-1)."""
-    for i, arg in enumerate(own.args):
-        text = arg.value
-        if text is None or text.startswith("--") and not text.startswith("--ntasks"):
+def refused_task_count(command, shell=None) -> tuple[str, str] | None:
+    """(option, value) of srun's own -n/--ntasks whose literal value parse_int() refuses: not a whole
+    number from 1 to INT_MAX - 1 (`-np 4` is -n with the value "p"). srun then stops with 'Invalid
+    numeric value' (or 'too large') before any task starts (arg_set_ntasks() in src/common/slurm_opt.c,
+    parse_int() in src/common/proc_args.c: strtol, the whole value, positive, below INT_MAX; at
+    slurm-22-05-0-1 and slurm-26-05-1-1). Not on a line the parser could not take whole (its words are
+    guesses), and not a template's token (`{ntasks}`, `@NTASKS@`, `__NTASKS__`, `NTASKS`): a tool fills it."""
+    if command.node is not None and command.node.has_error:
+        return None
+    for option, word in _read_options(command, shell)[1]:
+        if option not in ("-n", "--ntasks") or word is None or word.value is None:
             continue
-        if text in ("-n", "--ntasks"):
-            after = own.args[i + 1] if i + 1 < len(own.args) else None
-            value = after.value if after is not None else None
-        elif text.startswith("--ntasks="):
-            value = text.split("=", 1)[1]
-        elif text.startswith("-n") and not text.startswith("--"):
-            value = text[2:]
-        else:
+        value = word.value
+        if _TASK_TOKEN.fullmatch(value) or not _PLAIN.fullmatch(value):
             continue
-        if value is not None and not _POSITIVE_INT.fullmatch(value):
-            return text, value
+        digits = value.strip(" \t").lstrip("+")
+        if not (digits.isascii() and digits.isdigit() and 0 < int(digits) < 2 ** 31 - 1):
+            return option, value
     return None
 
 
-# what strtol reads whole and parse_int(positive) keeps: optional blanks and '+', digits, above zero
-_POSITIVE_INT = re.compile(r"[ \t]*\+?0*[1-9][0-9]{0,8}")
+# a generator's token in place of the count (NTASKS, __NTASKS__): sbatch-bad-value's bare tokens too
+_TASK_TOKEN = re.compile(r"_*[A-Z][A-Z0-9_]*_*")
+# a plain word (`p`, `four`, `2.5`); not a template's braces, @, <>, % or $ (a tool's placeholder)
+_PLAIN = re.compile(r"[ \t]*[\w.+-]+")
 
 
 def helper_step(shell, command) -> bool:
@@ -806,7 +826,7 @@ def check(target):
     for command in shell.named("srun"):
         own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is not None or _ends_after_first_exit(shell, own) or refused_task_count(own):  # no task starts
+        if kill is not None or _ends_after_first_exit(shell, own) or refused_task_count(command, shell):  # no task starts
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \

@@ -5,12 +5,13 @@ which must be a number above zero, else "Invalid numeric value "p" for --ntasks.
 (arg_set_ntasks() in src/common/slurm_opt.c, parse_int() in src/common/proc_args.c, the same at
 slurm-22-05-0-1 and slurm-26-05-1-1). getopt reads `-np` as -n with the attached value "p" (srun has
 no -np; mpirun and mpiexec do). Only srun's own options are read (the words before the program it
-runs: `srun -N1 mpirun -np 4 prog` passes -np to mpirun), only literal values, and only where the
+runs: `srun -N1 mpirun -np 4 prog` passes -np to mpirun; `srun -J -np` names the job "-np"), only
+literal values that are no template's token (`{ntasks}`, `@NTASKS@`, `__NTASKS__`), and only where the
 srun command parses whole (a template's `-n $((~~NODES~~ * ~~PPN~~))` does not).
 Holds for: 22.05-26.05.
 """
 from validator.rules.base import with_payloads
-from validator.rules.launch_kill_on_bad_exit import own_options, refused_task_count
+from validator.rules.launch_kill_on_bad_exit import refused_task_count
 
 ID = "launch-srun-task-count"
 SEVERITY = "error"
@@ -26,13 +27,13 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
 def check(target):
     shell = target.script.shell
     for command, _ in with_payloads(shell):
-        if command.name != "srun" or command.node is None or command.node.has_error:
-            continue  # a line the parser could not take whole (`-n $((~~NODES~~ * ~~PPN~~))`): its words are guesses
-        refused = refused_task_count(own_options(command, shell))
+        if command.name != "srun":
+            continue
+        refused = refused_task_count(command, shell)
         if refused is None:
             continue
-        word, value = refused
-        hint = " (srun has no -np: that is mpirun's; write -n N)" if word.startswith("-np") else ""
+        option, value = refused
+        hint = " (srun has no -np: that is mpirun's; write -n N)" if option == "-n" and value.startswith("p") else ""
         yield (target.script.display, command.line, command.col,
-               f"srun {word}: '{value}' is no task count; srun exits with 'Invalid numeric value' before any task "
-               f"starts{hint}")
+               f"srun {option} {value}: no task count srun takes (a whole number from 1 to 2147483646); srun exits "
+               f"before any task starts{hint}")

@@ -25,7 +25,9 @@ script: a wrapper that passes it makes the finding true and unreported.
 A job script written by a generator as an unquoted here-document (`cat << EOF | sbatch`): the writing
 shell expands its variables before sbatch reads the text (bash(1), "Here Documents", bash 5.2): not
 reported there (model.Script.expanded_by_writer), unless a backslash escapes the `$` (bash removes
-the backslash, and sbatch gets `$NAME`).
+the backslash, and sbatch gets `$NAME`). Nor in a file under a folder named by a template token
+(`{{cookiecutter.project_slug}}/`): a project generator renders it and its hooks may fill such values
+(round two hundred and twelve: a post-generation hook that replaces `$((INSTALL))`).
 A --mail-type word that parse_mail_type() (src/common/proc_args.c) does not know: alone, the value is
 INFINITE16 and arg_set_mail_type() refuses it; beside known events it is skipped (the same code at
 slurm-22-05-0-1 and slurm-26-05-1-1), and reported unless it misspells an event whose mail comes anyway
@@ -155,7 +157,8 @@ def check(target):
         if option.name is None or option.problem or value is None:
             continue
         if "$" in value or "`" in value:
-            if script.expanded_by_writer and not _ESCAPED.search(parsed.lines[option.line - 1]):
+            written = re.split(r"\s#", parsed.lines[option.line - 1][option.col - 1:], maxsplit=1)[0]  # not a comment
+            if script.in_rendered_folder or script.expanded_by_writer and not _ESCAPED.search(written):
                 continue  # the body of an unquoted here-document: the writing shell expands it before sbatch
             if option.name == "mail-user" and not parsed.get("mail-type"):
                 continue  # no mail is sent: every mail_job_info() call is gated by the job's mail_type
