@@ -228,7 +228,7 @@ class Script:
         """The file lies under a folder whose name is a template token (`{{cookiecutter.project_slug}}/`):
         a project generator (cookiecutter, copier) renders every file there, and its hooks may rewrite
         them, before anyone submits one; the text here is not what sbatch will read."""
-        return any("{{" in part and "}}" in part for part in self.display.replace("\\", "/").split("/")[:-1])
+        return any("{{" in part and "}}" in part for part in Path(self.source.path).resolve().parent.parts)
 
     @property
     def expanded_by_writer(self) -> bool:

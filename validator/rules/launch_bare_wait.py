@@ -101,15 +101,22 @@ def _starts(shell, background) -> list[int]:
     return sorted(starts)
 
 
+_EXPANDED = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
+# Signals on which srun ends its step: TERM, HUP and QUIT forward SIGKILL to the tasks (_forward_signal in
+# src/srun/signals.c at slurm-26-05-1-1; the signal thread of src/srun/libsrun/srun_job.c at slurm-22-05-0-1),
+# KILL ends srun itself; not 0 (a test), STOP (a pause), one INT (prints the tasks' status), USR1/USR2 (passed on)
+_ENDING_SIGNALS = {"TERM", "KILL", "HUP", "QUIT", "15", "9", "1", "3"}
+
+
 def _killed_before_wait(shell, background) -> set:
     """The background steps the script stops itself before the next bare wait: a server the job ends on
     purpose once its work is done (round two hundred and nine: a vLLM server beside GRPO training). Its
     status is not wanted, and the wait after the kill does not hang on it. Only where that surely
-    happens (bash(1): `$!` is the last background job's PID; `kill` sends SIGTERM by default):
-    the step is a statement of the script's top level, not a pipeline (`srun ... | tee log &`: $! is
-    tee's); the next statement keeps its PID (`PID=$!`); a `kill ... $PID` with a signal that ends a
-    process (TERM by default; not 0, STOP or CONT) runs at the top level (alone or first in `kill ... || true`) after it and before the next bare wait,
-    and PID is not set again in between."""
+    happens (bash(1) 5.2: `$!` is the last background job's PID; `kill` sends SIGTERM by default): the
+    step is a statement of the script's top level and no pipeline (`srun ... | tee log &`: $! is tee's);
+    the next statement keeps its PID (`PID=$!`, `export PID=$!`; comments between); a `kill ... $PID`
+    with a signal srun ends its step on (_ENDING_SIGNALS) runs at the top level (alone or first in `kill ... || true`) after it and before
+    the next bare wait, and PID is not set, read or unset in between."""
     waits = sorted(c.node.start_byte for c in shell.named("wait") if not c.args)
     kills = {}
     for kill in shell.named("kill"):
@@ -125,30 +132,44 @@ def _killed_before_wait(shell, background) -> set:
     killed = set()
     for step in background:
         statement = statement_of(step.node)
-        if step.in_pipeline or statement is None or statement.parent is None or statement.parent.type != "program":
+        if step.in_pipeline or statement is None or not _always_runs(statement):
             continue
-        after = statement.next_named_sibling
-        if after is None or after.type != "variable_assignment" or after.child_by_field_name("value") is None \
-                or after.child_by_field_name("value").text.decode("utf-8", "replace").strip('"') not in ("$!", "${!}"):
+        name, kept_at = _keeps_pid(statement)
+        if name is None:
             continue
-        name = after.child_by_field_name("name").text.decode("utf-8", "replace")
         # the next bare wait, or where PID is set again, whichever comes first (bisect: linear overall)
-        sets, k = _assignment_nodes(shell, name), bisect.bisect_right(waits, step.node.start_byte)
-        r = bisect.bisect_right(sets, after.start_byte)
+        sets, k = _set_at(shell, name), bisect.bisect_right(waits, step.node.start_byte)
+        r = bisect.bisect_right(sets, kept_at)
         bounds = ([waits[k]] if k < len(waits) else []) + ([sets[r]] if r < len(sets) else [])
         until = min(bounds, default=None)
         times = sorted(kills.get(name, ()))
-        j = bisect.bisect_right(times, after.start_byte)  # the first kill after it (bisect: linear overall)
+        j = bisect.bisect_right(times, kept_at)  # the first kill after it (bisect: linear overall)
         if j < len(times) and (until is None or times[j] < until):
             killed.add(id(step))
     return killed
+
+
+def _keeps_pid(statement) -> tuple[str | None, int]:
+    """(NAME, where) of the statement after `statement` when it is `NAME=$!` or `export NAME=$!` (comments
+    between skipped), else (None, 0)."""
+    after = statement.next_named_sibling
+    while after is not None and after.type == "comment":
+        after = after.next_named_sibling
+    if after is not None and after.type == "declaration_command":
+        after = next((c for c in after.named_children if c.type == "variable_assignment"), None)
+    if after is None or after.type != "variable_assignment":
+        return None, 0
+    value, name = after.child_by_field_name("value"), after.child_by_field_name("name")
+    if value is None or name is None or value.text.decode("utf-8", "replace").strip('"') not in ("$!", "${!}"):
+        return None, 0
+    return name.text.decode("utf-8", "replace"), after.start_byte
 
 
 def _top_level(node) -> bool:
     """A command that runs whenever the shell gets to it: a statement of the script's top level, or the
     first command of a top-level `a || b` / `a && b` list (`kill "$PID" 2>/dev/null || true`)."""
     statement = statement_of(node)
-    if statement is None or statement.parent is None or statement.parent.type != "program":
+    if statement is None or not _always_runs(statement):
         return False
     while node != statement:
         parent = node.parent
@@ -158,13 +179,13 @@ def _top_level(node) -> bool:
     return True
 
 
-def _assignment_nodes(shell, name: str) -> list[int]:
-    """Where the script assigns `name` (start bytes), found once per script and name."""
-    index = shell.once("assignment bytes", lambda: _index_assignments(shell))
+def _set_at(shell, name: str) -> list[int]:
+    """Where the script sets, reads into or unsets `name` (start bytes, sorted), found once per script."""
+    index = shell.once("pid names set", lambda: _index_sets(shell))
     return index.get(name, [])
 
 
-def _index_assignments(shell) -> dict:
+def _index_sets(shell) -> dict:
     found, stack = {}, [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
@@ -173,12 +194,13 @@ def _index_assignments(shell) -> dict:
             if target is not None:
                 found.setdefault(target.text.decode("utf-8", "replace"), []).append(node.start_byte)
         stack.extend(node.children)
+    for command in shell.named("read", "unset", "readarray", "mapfile", "declare", "local", "typeset"):
+        for arg in command.args:
+            if arg.value is not None and arg.value.isidentifier() and command.node is not None:
+                found.setdefault(arg.value, []).append(command.node.start_byte)
     return {name: sorted(at) for name, at in found.items()}
 
 
-_EXPANDED = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
-# Signals whose default action ends a process (signal(7)); not 0 (a test), STOP/TSTP (a pause), CONT
-_ENDING_SIGNALS = {"TERM", "KILL", "INT", "HUP", "QUIT", "USR1", "USR2", "15", "9", "2", "1", "3"}
 
 
 def _always_runs(node) -> bool:

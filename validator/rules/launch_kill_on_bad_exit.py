@@ -471,29 +471,25 @@ step_program = _program  # shared with launch-bare-wait: one reading of srun's o
 
 def refused_task_count(command, shell=None) -> tuple[str, str] | None:
     """(option, value) of srun's own -n/--ntasks whose literal value parse_int() refuses: not a whole
-    number from 1 to INT_MAX - 1 (`-np 4` is -n with the value "p"). srun then stops with 'Invalid
-    numeric value' (or 'too large') before any task starts (arg_set_ntasks() in src/common/slurm_opt.c,
-    parse_int() in src/common/proc_args.c: strtol, the whole value, positive, below INT_MAX; at
-    slurm-22-05-0-1 and slurm-26-05-1-1). Not on a line the parser could not take whole (its words are
-    guesses), and not a template's token (`{ntasks}`, `@NTASKS@`, `__NTASKS__`, `NTASKS`): a tool fills it."""
+    number above zero (`-np 4` is -n with the value "p", `-n=4` the value "=4", `--ntasks=` none). srun
+    then stops with 'Invalid numeric value' before any task starts (arg_set_ntasks() in
+    src/common/slurm_opt.c, parse_int() in src/common/proc_args.c: strtol over the whole value,
+    positive; at slurm-22-05-0-1 and slurm-26-05-1-1). Not on a line the parser could not take whole
+    (its words are guesses), and not a template's token in place of the count (`{ntasks}`, `{{ n }}`,
+    `@NTASKS@`, `%NTASKS%`, `~~NTASKS~~`, `__NTASKS__`, `<ntasks>`): a tool fills it before srun runs."""
     if command.node is not None and command.node.has_error:
         return None
     for option, word in _read_options(command, shell)[1]:
-        if option not in ("-n", "--ntasks") or word is None or word.value is None:
+        if option not in ("-n", "--ntasks") or word is None or word.value is None or _TASK_TOKEN.search(word.value):
             continue
-        value = word.value
-        if _TASK_TOKEN.fullmatch(value) or not _PLAIN.fullmatch(value):
-            continue
-        digits = value.strip(" \t").lstrip("+")
-        if not (digits.isascii() and digits.isdigit() and 0 < int(digits) < 2 ** 31 - 1):
-            return option, value
+        digits = word.value.lstrip(" \t").removeprefix("+")
+        if not (digits.isascii() and digits.isdigit() and int(digits) > 0):
+            return option, word.value
     return None
 
 
-# a generator's token in place of the count (NTASKS, __NTASKS__): sbatch-bad-value's bare tokens too
-_TASK_TOKEN = re.compile(r"_*[A-Z][A-Z0-9_]*_*")
-# a plain word (`p`, `four`, `2.5`); not a template's braces, @, <>, % or $ (a tool's placeholder)
-_PLAIN = re.compile(r"[ \t]*[\w.+-]+")
+# a template's token in place of the count: braces, @X@, %X%, ~~X~~, <x>, __X__
+_TASK_TOKEN = re.compile(r"[{}@%~<>]|^__\w+__$")
 
 
 def helper_step(shell, command) -> bool:

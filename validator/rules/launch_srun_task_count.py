@@ -6,7 +6,8 @@ which must be a number above zero, else "Invalid numeric value "p" for --ntasks.
 slurm-22-05-0-1 and slurm-26-05-1-1). getopt reads `-np` as -n with the attached value "p" (srun has
 no -np; mpirun and mpiexec do). Only srun's own options are read (the words before the program it
 runs: `srun -N1 mpirun -np 4 prog` passes -np to mpirun; `srun -J -np` names the job "-np"), only
-literal values that are no template's token (`{ntasks}`, `@NTASKS@`, `__NTASKS__`), and only where the
+literal values that are no template's token (`{ntasks}`, `@NTASKS@`, `__NTASKS__`; a bare `NP` is
+reported: a forgotten `$`), and only where the
 srun command parses whole (a template's `-n $((~~NODES~~ * ~~PPN~~))` does not).
 Holds for: 22.05-26.05.
 """
@@ -35,5 +36,5 @@ def check(target):
         option, value = refused
         hint = " (srun has no -np: that is mpirun's; write -n N)" if option == "-n" and value.startswith("p") else ""
         yield (target.script.display, command.line, command.col,
-               f"srun {option} {value}: no task count srun takes (a whole number from 1 to 2147483646); srun exits "
+               f"srun {option} {value!r}: no task count srun takes (a whole number above zero); srun exits "
                f"before any task starts{hint}")

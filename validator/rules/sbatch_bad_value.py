@@ -175,7 +175,7 @@ def check(target):
 
 
 # `\$NAME` in an unquoted here-document: the writing shell removes the backslash and leaves `$NAME` for sbatch
-_ESCAPED = re.compile(r"\\[$`]")
+_ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\[$`]")  # an odd number of backslashes: `\\$X` expands
 
 
 # Mail that comes although its word is misspelt: a failed job whose mail_type lacks FAIL gets its END mail
