@@ -24,7 +24,7 @@ import re
 
 from validator.rules.base import (WORK_PROGRAMS, backgrounded, checks_results_after, enclosing, interactive_server,
                                   statement_of)
-from validator.rules.launch_kill_on_bad_exit import step_program
+from validator.rules.srun import step_program
 
 ID = "launch-bare-wait"
 SEVERITY = "warning"

@@ -13,7 +13,7 @@ import re
 
 from validator.model import OTHER_SHELLS, POSIX_SHELLS
 from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
-from validator.rules.launch_kill_on_bad_exit import step_program
+from validator.rules.srun import step_program
 from validator.shell import WRAPPERS
 
 ID = "launch-export-none"

@@ -20,7 +20,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, in_function, is_decimal, is_launcher,
                                   launcher_commands, launcher_steps, non_ascii_number, srun_option, with_payloads)
-from validator.rules.launch_kill_on_bad_exit import SHORT_WITH_VALUE
+from validator.rules.srun import SHORT_WITH_VALUE
 ID = "launch-node-count"
 SEVERITY = "error"
 SCOPE = "script"

@@ -12,7 +12,7 @@ srun command parses whole (a template's `-n $((~~NODES~~ * ~~PPN~~))` does not).
 Holds for: 22.05-26.05.
 """
 from validator.rules.base import with_payloads
-from validator.rules.launch_kill_on_bad_exit import refused_task_count
+from validator.rules.srun import refused_task_count
 
 ID = "launch-srun-task-count"
 SEVERITY = "error"

@@ -12,7 +12,7 @@ Set the variable before srun (export VAR=value: srun passes the environment on),
 import re
 
 from validator.rules.base import with_payloads
-from validator.rules.launch_kill_on_bad_exit import step_program
+from validator.rules.srun import step_program
 
 ID = "launch-step-assignment"
 SEVERITY = "error"
