@@ -338,6 +338,14 @@ HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##|#{3,}_[A-Za-z][A-Za-z0-
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
                          r"|(?<![A-Za-z0-9.])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
+
+
+def filled_in_later(value: str) -> bool:
+    """A value that holds a template's token or a person's placeholder (TEMPLATE, PLACEHOLDER), or is one
+    writer's mark (`~~N~~`): the text is filled in before the program reads it."""
+    return bool(PLACEHOLDER.search(value) or _MARK_TOKEN.fullmatch(value))
+
+
 # In the value of an option that names the person's own project or the cluster's queues and features
 # (--account, --partition, --qos, --reservation, --constraint): a run of capital X's, a word of x's or of stars
 # (`-A uppmaxXXXX-Y-ZZZ`, `-A *******`, `--account=project_xxxxxxxxx`). In a file name (`xxx.out`,

@@ -96,6 +96,7 @@ class Assignment:
     col: int
     exported: bool
     conditional: bool
+    node: object = field(repr=False, default=None)
 
 
 @dataclass
@@ -319,7 +320,7 @@ def _walk(root, out: ShellScript):
                 elif child.type == "variable_name" and keyword == "export":
                     line, col = _pos(child)
                     out.assignments.append(Assignment(child.text.decode("utf-8", "replace"), "", None, line, col,
-                                                      True, conditional))
+                                                      True, conditional, child))
         else:
             if kind == "variable_assignment":
                 _assignment(node, out, exported=False, conditional=conditional)
@@ -394,4 +395,5 @@ def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
         if match and match.group(1) == name_node.text.decode("utf-8", "replace"):
             value = match.group(2).strip("\"'")
     line, col = _pos(node)
-    out.assignments.append(Assignment(name_node.text.decode("utf-8", "replace"), raw, value, line, col, exported, conditional))
+    out.assignments.append(Assignment(name_node.text.decode("utf-8", "replace"), raw, value, line, col, exported,
+                                      conditional, node))

@@ -115,8 +115,9 @@ def _killed_before_wait(shell, background) -> set:
     happens (bash(1) 5.2: `$!` is the last background job's PID; `kill` sends SIGTERM by default): the
     step is a statement of the script's top level and no pipeline (`srun ... | tee log &`: $! is tee's);
     the next statement keeps its PID (`PID=$!`, `export PID=$!`; comments between); a `kill ... $PID`
-    with a signal srun ends its step on (_ENDING_SIGNALS) runs at the top level (alone or first in `kill ... || true`) after it and before
-    the next bare wait, and PID is not set, read or unset in between."""
+    with a signal srun ends its step on (_ENDING_SIGNALS) runs at the top level (alone or first in
+    `kill ... || true`) after it and before the next bare wait, and PID is not set, read or unset in
+    between."""
     waits = sorted(c.node.start_byte for c in shell.named("wait") if not c.args)
     kills = {}
     for kill in shell.named("kill"):
@@ -186,21 +187,15 @@ def _set_at(shell, name: str) -> list[int]:
 
 
 def _index_sets(shell) -> dict:
-    found, stack = {}, [shell.root] if shell.root is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "variable_assignment":
-            target = node.child_by_field_name("name")
-            if target is not None:
-                found.setdefault(target.text.decode("utf-8", "replace"), []).append(node.start_byte)
-        stack.extend(node.children)
+    found = {}
+    for a in shell.assignments:  # NAME=..., export NAME, declare NAME=... (not `NAME=x cmd`: the command's own)
+        if a.node is not None:
+            found.setdefault(a.name, []).append(a.node.start_byte)
     for command in shell.named("read", "unset", "readarray", "mapfile", "declare", "local", "typeset"):
         for arg in command.args:
             if arg.value is not None and arg.value.isidentifier() and command.node is not None:
                 found.setdefault(arg.value, []).append(command.node.start_byte)
     return {name: sorted(at) for name, at in found.items()}
-
-
 
 
 def _always_runs(node) -> bool:

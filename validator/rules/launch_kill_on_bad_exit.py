@@ -41,10 +41,7 @@ import re
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
                                   backgrounded, bad_batch, exclusive_nodes, in_function, interactive_server,
                                   payload_text, requested_gpus_per_node, srun_option, statement_of)
-from validator.rules.srun import own_options as _own_options
-from validator.rules.srun import program_values as _program_values
-from validator.rules.srun import refused_task_count
-from validator.rules.srun import step_program as _program
+from validator.rules.srun import own_options, program_values, refused_task_count, step_program
 from validator.sbatch import TEMPLATE
 from validator.shell import parse_shell
 
@@ -137,7 +134,7 @@ def _templated_program(command) -> bool:
     """`srun {{command}} --seed $seed`: the step's program is a template token that a tool fills in
     before sbatch (round fifty-seven: cleanrl's benchmark template, always rendered with one task):
     what runs, and how many tasks talk, is the rendered file's to say."""
-    program = _program(command)
+    program = step_program(command)
     if program is None:
         return False
     rest = command.args[command.args.index(program):]
@@ -262,7 +259,7 @@ def _program_name(shell, program) -> str:
         return ""
     if program.value is not None:
         return program.value.rsplit("/", 1)[-1]
-    names = {value.rsplit("/", 1)[-1] for value in _program_values(shell, program.raw)}
+    names = {value.rsplit("/", 1)[-1] for value in program_values(shell, program.raw)}
     return names.pop() if len(names) == 1 else ""
 
 
@@ -389,7 +386,7 @@ def _runs_ray(command) -> bool:
 def helper_step(shell, command) -> bool:
     """A per-node helper step: its program (or every command of its `bash -c` payload) is one of
     _PER_NODE (mkdir, hostname, curl, nvidia-smi, ...), whose tasks never talk to each other."""
-    program = _program(command, shell)
+    program = step_program(command, shell)
     name = _program_name(shell, program)
     if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
         rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
@@ -524,7 +521,7 @@ def _independent(shell, command) -> bool:
     programs; a single-quoted payload that starts nothing whose tasks work together is one too.
     A step that bounds its tasks (`timeout`) or runs Ray (which handles a lost node) leaves
     nothing waiting until the time limit."""
-    program = _program(command, shell)
+    program = step_program(command, shell)
     name = _program_name(shell, program)
     if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
             or helper_step(shell, command):
@@ -567,7 +564,7 @@ def _opaque_script(shell, command) -> bool:
     per-node daemon) as ranks of one program. Judged on read rounds: 14 false, 5 true (rounds 29, 43,
     44, 62, 72, 91, 102, 114, 117 against round fifty's and one hundred and eleven's): the strict
     profile only. A script in a job that names MASTER_ADDR, NCCL, torch, MPI or a training stays reported."""
-    program = _program(command, shell)
+    program = step_program(command, shell)
     if program is None:
         return False
     word = program  # `$HOME/tutorial/hello.sh`: the path's own text names the script
@@ -693,7 +690,7 @@ def _cut_by_comment(shell, command, lines) -> bool:
         return False
     # only where the cut leaves no program to run: srun's own options, or a runtime without its image
     # (`srun python train.py \` then `# --resume ...`: the training still runs, one word short)
-    program = _program(command, shell)
+    program = step_program(command, shell)
     if program is None:
         return True
     if _program_name(shell, program) not in ("singularity", "apptainer"):
@@ -714,7 +711,7 @@ def check(target):
         return
     hinted = _FILE_SIGNS.search("\n".join(lines)) is not None  # once per file: linear
     for command in shell.named("srun"):
-        own = _own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
+        own = own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
         if kill is not None or _ends_after_first_exit(shell, own) or refused_task_count(command, shell):  # no task starts
             continue

@@ -11,8 +11,7 @@ reported: a forgotten `$`), and only where the
 srun command parses whole (a template's `-n $((~~NODES~~ * ~~PPN~~))` does not).
 Holds for: 22.05-26.05.
 """
-from validator.rules.base import with_payloads
-from validator.rules.srun import refused_task_count
+from validator.rules.srun import refused_task_count, srun_commands
 
 ID = "launch-srun-task-count"
 SEVERITY = "error"
@@ -27,9 +26,7 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
 
 def check(target):
     shell = target.script.shell
-    for command, _ in with_payloads(shell):
-        if command.name != "srun":
-            continue
+    for command in srun_commands(shell):
         refused = refused_task_count(command, shell)
         if refused is None:
             continue

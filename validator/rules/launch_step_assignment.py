@@ -11,8 +11,7 @@ Set the variable before srun (export VAR=value: srun passes the environment on),
 """
 import re
 
-from validator.rules.base import with_payloads
-from validator.rules.srun import step_program
+from validator.rules.srun import srun_commands, step_program
 
 ID = "launch-step-assignment"
 SEVERITY = "error"
@@ -29,9 +28,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 def check(target):
     shell = target.script.shell
-    for command, _ in with_payloads(shell):
-        if command.name != "srun":
-            continue
+    for command in srun_commands(shell):
         program = step_program(command, shell)
         if program is None:
             continue

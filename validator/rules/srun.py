@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from validator.sbatch import SPANK_OPTIONS, option_table
+from validator.sbatch import SPANK_OPTIONS, filled_in_later, option_table
 from validator.shell import Word
 
 # srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
@@ -24,7 +24,7 @@ _SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "pack-group
 _OPTIONS_VARIABLE = re.compile(r'"?\$\{?\w+(\[[@*]\])?(:?[-+][^}"]{0,200})?\}?"?')
 
 
-def _program_values(shell, raw: str) -> list[str]:
+def program_values(shell, raw: str) -> list[str]:
     """`$MATLAB` where the script sets MATLAB=/usr/.../bin/matlab: the values the script assigns
     the variable, when every one is a literal word that is no option (so the expansion is the
     program srun runs, not srun's options); else []."""
@@ -33,26 +33,26 @@ def _program_values(shell, raw: str) -> list[str]:
     return values if values and all(v and not v.startswith("-") and " " not in v for v in values) else []
 
 
-def _program(command, shell=None):
+def step_program(command, shell=None):
     """The word srun runs (after its options), None when there is none; its value is None when the
     word expands something. With the script (`shell`), a variable it sets to a program's path is
     that program (`srun $MATLAB -r ...`), not an options variable."""
     args = command.args
-    i = _read_options(command, shell)[0]
+    i = read_options(command, shell)[0]
     return args[i] if i < len(args) else None
 
 
-def _read_options(command, shell=None) -> tuple[int, list]:
+def read_options(command, shell=None) -> tuple[int, list]:
     """srun's own options as getopt reads them: (index of the program word, [(option text, its value
     Word or None)]). A long option takes the next word when sbatch/srun's table or a SPANK plugin says
     it requires a value; a short one (SHORT_WITH_VALUE) takes the rest of its word or the next word.
-    The one reader of srun's options: _program and refused_task_count."""
+    The one reader of srun's options: step_program and refused_task_count."""
     table = option_table()["options"]
     args, i, read = command.args, 0, []
     while i < len(args):
         text = args[i].value
         if text is None and _OPTIONS_VARIABLE.fullmatch(args[i].raw):  # srun "${SRUN_ARGS[@]}" ...: options
-            if shell is not None and _program_values(shell, args[i].raw):
+            if shell is not None and program_values(shell, args[i].raw):
                 break
             i += 1
             continue
@@ -88,13 +88,20 @@ def _read_options(command, shell=None) -> tuple[int, list]:
     return i, read
 
 
-def _own_options(command, shell=None):
+def own_options(command, shell=None):
     """The srun command cut before the program it runs: the words that are srun's own options."""
     from dataclasses import replace
-    program = _program(command, shell)
+    program = step_program(command, shell)
     if program is None:
         return command
     return replace(command, args=command.args[:command.args.index(program)])
+
+
+def srun_commands(shell):
+    """The srun commands of the script and of the command strings it runs (`bash -c "srun ..."`: base.with_payloads)."""
+    from validator.rules.base import with_payloads
+
+    return [command for command, _ in with_payloads(shell) if command.name == "srun"]
 
 
 def refused_task_count(command, shell=None) -> tuple[str, str] | None:
@@ -104,22 +111,14 @@ def refused_task_count(command, shell=None) -> tuple[str, str] | None:
     src/common/slurm_opt.c, parse_int() in src/common/proc_args.c: strtol over the whole value,
     positive; at slurm-22-05-0-1 and slurm-26-05-1-1). Not on a line the parser could not take whole
     (its words are guesses), and not a template's token in place of the count (`{ntasks}`, `{{ n }}`,
-    `@NTASKS@`, `%NTASKS%`, `~~NTASKS~~`, `__NTASKS__`, `<ntasks>`): a tool fills it before srun runs."""
+    `@NTASKS@`, `%NTASKS%`, `~~NTASKS~~`, `__NTASKS__`, `<ntasks>`: sbatch.filled_in_later): a tool or a
+    person fills it before srun runs."""
     if command.node is not None and command.node.has_error:
         return None
-    for option, word in _read_options(command, shell)[1]:
-        if option not in ("-n", "--ntasks") or word is None or word.value is None or _TASK_TOKEN.search(word.value):
+    for option, word in read_options(command, shell)[1]:
+        if option not in ("-n", "--ntasks") or word is None or word.value is None or filled_in_later(word.value):
             continue
         digits = word.value.lstrip(" \t").removeprefix("+")
         if not (digits.isascii() and digits.isdigit() and int(digits) > 0):
             return option, word.value
     return None
-
-
-# a template's token in place of the count: braces, @X@, %X%, ~~X~~, <x>, __X__
-_TASK_TOKEN = re.compile(r"[{}@%~<>]|^__\w+__$")
-
-
-step_program = _program  # the public name: one reading of srun's options for every rule
-own_options = _own_options
-program_values = _program_values
