@@ -17,7 +17,12 @@ left behind and exits non-zero when a test fails (checks_results_after in rules/
 ocean.output ] || exit 1`): a failed step still fails the job. With two steps or more (a server and
 its client) the wait may never return, and the test after it never runs: still reported. A background
 step whose PID the script keeps (`PID=$!`) and kills itself (`kill $PID`) before the next bare wait is
-a server stopped on purpose: its status is not wanted, and the wait does not hang on it.
+a server stopped on purpose: its status is not wanted, and the wait does not hang on it. Work started in
+another arm of an `if`/`case` that holds the wait never runs on the same pass as the wait (bash(1): one
+arm of a compound command runs), so that wait has nothing of it to collect (round two hundred and
+fifteen: MLPerf's run.sub, weak-scaling instances in the background and waited for in the `then` arm,
+strong-scaling runs in the foreground and a second `wait` in the `else` arm); not where the `if` sits in
+a loop or a function, which may take the other arm on an earlier turn or call.
 """
 import bisect
 import re
@@ -198,6 +203,45 @@ def _index_sets(shell) -> dict:
     return {name: sorted(at) for name, at in found.items()}
 
 
+def _other_arms(node) -> list[tuple[int, int]]:
+    """Byte ranges of the arms of the `if`/`case` statements around `node` that run instead of the one
+    holding it: the `then` part, each `elif`, the `else` of an if_statement; each item of a case_statement.
+    Only for statements outside loops and functions (a later turn or call may take another arm)."""
+    ranges, child = [], node
+    parent = node.parent
+    while parent is not None:
+        if parent.type in _LOOPS or parent.type == "function_definition":
+            return []
+        if parent.type in ("if_statement", "case_statement"):
+            arms = _arms(parent)
+            mine = next((arm for arm in arms if arm[0] <= child.start_byte and child.end_byte <= arm[1]), None)
+            if mine is not None:
+                ranges.extend(arm for arm in arms if arm != mine)
+        child, parent = parent, parent.parent
+    return ranges
+
+
+def _arms(statement) -> list[tuple[int, int]]:
+    """The arms of an if_statement (then part, elif clauses, else clause) or a case_statement (its items)."""
+    if statement.type == "case_statement":
+        return [(c.start_byte, c.end_byte) for c in statement.named_children if c.type == "case_item"]
+    arms, then_start = [], None
+    for child in statement.children:
+        if child.type == "then" and then_start is None:
+            then_start = child.end_byte
+        elif child.type in ("elif_clause", "else_clause", "fi"):
+            if then_start is not None and not arms:
+                arms.append((then_start, child.start_byte))
+            if child.type != "fi":
+                arms.append((child.start_byte, child.end_byte))
+    return arms
+
+
+def _count(starts: list[int], low: int, high: int) -> int:
+    """How many of the sorted `starts` lie in [low, high)."""
+    return max(0, bisect.bisect_left(starts, high) - bisect.bisect_left(starts, low))
+
+
 def _always_runs(node) -> bool:
     """A statement of the batch script's top level: it runs whenever the shell gets there (not in a
     branch, a loop, a subshell or an `&&`/`||` list, any of which may leave it out)."""
@@ -224,13 +268,15 @@ def check(target):
         if _function_name(command.node) is not None:  # runs wherever it is called: as before
             started = at > first
         else:
-            since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous)
+            # work started since, less what another arm of an if/case around the wait started
+            since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous) - sum(
+                _count(starts, max(low, previous + 1), min(high, at)) for low, high in _other_arms(command.node))
             checked = since == 1 and enclosing(command.node, _LOOPS) is None \
                 and checks_results_after(shell, command.node.end_byte)
             loop = enclosing(command.node, _LOOPS)
             # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
             # started later in the body runs before it on the next turn
-            started = bisect.bisect_left(starts, at) > bisect.bisect_right(starts, previous) or (
+            started = since > 0 or (
                 loop is not None and bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte))
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if _always_runs(command.node) or in_body and _always_runs(loop):

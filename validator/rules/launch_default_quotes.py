@@ -4,7 +4,9 @@ Premise: inside a double-quoted ${X:-'d'} bash keeps the single quotes in the va
 Parameter Expansion). Holds for: every Slurm release (no Slurm behaviour involved). Where the
 expansion only assigns (`: "${NAME:='unknown'}"`, the `:` builtin does nothing else), the quotes
 matter only if NAME is read or exported afterwards: a default nobody reads is no defect; nor is a
-blank default (' ') whose every use sits in an `if` that first tests a file under it (-f, -x, ...),
+blank default (' ') whose every use sits in an `if` that first tests a file under a blank default of the
+script (-f, -x, ...; its own, or a sibling's: MLPerf's run.sub reads POWERLOGDIR only where `[ -f
+"$POWERCMDDIR/power_monitor.sh" ]` holds, both defaulting to ' ', round two hundred and fifteen),
 nor a default of a variable Slurm sets for every batch job (SLURM_JOB_ID: the default is never taken;
 round twenty-eight, 2 of 2 judged false).
 """
@@ -29,13 +31,15 @@ _BLANK_DEFAULT = re.compile(r"^\$\{(\w+):?=' *'\}$")
 
 def _blank_path_guard(expansion, shell) -> bool:
     """`: "${POWERCMDDIR:=' '}"` then `if [ -f "$POWERCMDDIR/power_monitor.sh" ]; then ... fi`
-    (MLPerf's run.sub): a blank default that every use tests as a file first. With the quotes or
-    without them the file is absent alike, so the branch is skipped as meant."""
+    (MLPerf's run.sub): a blank default that every use reads inside an `if` whose condition tests a file
+    under a blank default of the script (its own name, or another's: POWERLOGDIR read only where
+    POWERCMDDIR's file exists). With the quotes or without them the file is absent alike, so the
+    branch is skipped as meant."""
     match = _BLANK_DEFAULT.match(expansion.node.text.decode("utf-8", "replace"))
     if match is None:
         return False
     name = match.group(1)
-    test = re.compile(r"-[fexdrs]\s+\"?\$\{?" + re.escape(name) + r"\b")
+    test = _blank_file_test(shell)
     uses = [e for e in shell.expansions if e.name == name and e.node is not expansion.node]
     for use in uses:
         node, guarded = use.node.parent, False
@@ -48,6 +52,20 @@ def _blank_path_guard(expansion, shell) -> bool:
         if not guarded:
             return False
     return bool(uses)
+
+
+def _blank_file_test(shell):
+    """A file test on any name the script gives a blank default (`-f "$NAME/..."`), built once per script."""
+    def build():
+        names = set()
+        for e in shell.expansions:
+            if e.node.type == "expansion":
+                match = _BLANK_DEFAULT.match(e.node.text.decode("utf-8", "replace"))
+                if match:
+                    names.add(match.group(1))
+        alternatives = "|".join(sorted(map(re.escape, names))) or r"(?!)"
+        return re.compile(r'-[fexdrs]\s+"?\$\{?(?:' + alternatives + r")\b")
+    return shell.once("blank-default file test", build)
 
 
 def _only_assigns_unread(expansion, shell) -> bool:
