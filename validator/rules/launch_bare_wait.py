@@ -203,26 +203,32 @@ def _index_sets(shell) -> dict:
     return {name: sorted(at) for name, at in found.items()}
 
 
-def _other_arms(node) -> list[tuple[int, int]]:
+def _other_arms(node, cache: dict) -> list[tuple[int, int]]:
     """Byte ranges of the arms of the `if`/`case` statements around `node` that run instead of the one
     holding it: the `then` part, each `elif`, the `else` of an if_statement; each item of a case_statement.
-    Only for statements outside loops and functions (a later turn or call may take another arm)."""
+    Only for statements outside loops and functions (a later turn or call may take another arm). Two
+    ranges a statement, its arms before and after the one holding `node` (arms lie next to each other:
+    no command starts between them); each statement's arms are found once (`cache`), so a case of
+    thousands of arms stays linear."""
     ranges, child = [], node
     parent = node.parent
     while parent is not None:
         if parent.type in _LOOPS or parent.type == "function_definition":
             return []
         if parent.type in ("if_statement", "case_statement"):
-            arms = _arms(parent)
-            mine = next((arm for arm in arms if arm[0] <= child.start_byte and child.end_byte <= arm[1]), None)
-            if mine is not None:
-                ranges.extend(arm for arm in arms if arm != mine)
+            if parent.id not in cache:
+                cache[parent.id] = _arms(parent)
+            arms = cache[parent.id]
+            k = bisect.bisect_right(arms, (child.start_byte, float("inf"))) - 1
+            if k >= 0 and child.end_byte <= arms[k][1]:
+                ranges += [(arms[0][0], arms[k][0]), (arms[k][1], arms[-1][1])]
         child, parent = parent, parent.parent
     return ranges
 
 
 def _arms(statement) -> list[tuple[int, int]]:
-    """The arms of an if_statement (then part, elif clauses, else clause) or a case_statement (its items)."""
+    """The arms of an if_statement (then part, elif clauses, else clause) or a case_statement (its
+    items), as sorted byte ranges."""
     if statement.type == "case_statement":
         return [(c.start_byte, c.end_byte) for c in statement.named_children if c.type == "case_item"]
     arms, then_start = [], None
@@ -260,6 +266,7 @@ def check(target):
     first = min(c.node.start_byte for c in background)
     starts = _starts(shell, background)
     previous = -1  # the last bare wait that surely ran: it collected what started before it
+    arms: dict = {}  # the arms of each if/case statement, found once
     for command in shell.named("wait"):
         if command.args:
             continue
@@ -270,7 +277,7 @@ def check(target):
         else:
             # work started since, less what another arm of an if/case around the wait started
             since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous) - sum(
-                _count(starts, max(low, previous + 1), min(high, at)) for low, high in _other_arms(command.node))
+                _count(starts, max(low, previous + 1), min(high, at)) for low, high in _other_arms(command.node, arms))
             checked = since == 1 and enclosing(command.node, _LOOPS) is None \
                 and checks_results_after(shell, command.node.end_byte)
             loop = enclosing(command.node, _LOOPS)
