@@ -24,6 +24,15 @@ binds. Where jobs share the node that is one more way to collide, and reported; 
 has to itself only its own and the system's few connections can, a rare event: strict profile only
 (round eighty-four: three such findings judged false on --exclusive jobs; round forty-seven's one
 judged true on a whole 4-GPU node).
+A MASTER_PORT exported (or set) in a job of one process is not reported by the default profile: one
+node, one task (--ntasks and --ntasks-per-node unsaid or 1), at most one GPU, and no program in the
+script that starts or joins several processes (torchrun, torch.distributed.launch, accelerate,
+deepspeed, mpirun/mpiexec, Lightning's CLI, an srun asking more than one task). torch binds the port
+only where a process group is made (the env:// rendezvous of init_process_group: rank 0's TCPStore);
+a single process on one GPU rarely makes one (read rounds 171, 184, 209 and 220: five such exports
+judged false, a plain program that read nothing, a Lightning Trainer on one device; round 180's one
+true: lm_eval's Megatron model makes a group of one). A launcher's own --master_port or
+--rdzv-endpoint is still reported there: the launcher binds it. Strict profile: reported.
 Holds for: every release (22.05-26.05).
 """
 import re
@@ -125,7 +134,8 @@ def _kept(message: str, whole: bool, strict: bool) -> bool:
 def check(target):
     script = target.script
     whole = _whole_nodes(target) or not target.strict and _maybe_whole_nodes(target)
-    found = [f for f in _findings(script) if _kept(f[3], whole, target.strict)]
+    found = [f for f in _findings(script, exported_ignored=not target.strict and _one_process(script))
+             if _kept(f[3], whole, target.strict)]
     reported = {line for _, line, _, _ in found}
     yield from found
     # the lines of elastic launchers (a c10d rendezvous): their --master-port is never read
@@ -188,7 +198,40 @@ def _logged(node) -> bool:
     return True
 
 
-def _findings(script):
+# Programs that start or join several processes, which may read MASTER_PORT (torch.distributed.launch and
+# .run are torchrun's modules)
+_MANY_PROCESSES = re.compile(r"(?<![\w.-])(?:torchrun|torch\.distributed\.(?:launch|run)|accelerate|deepspeed|mpirun"
+                             r"|mpiexec|jsrun|horovodrun|lightning)(?![\w-])")
+
+
+def _one_process(script) -> bool:
+    """A job of one process on at most one GPU: one node, one task, and no program that starts or joins
+    several processes (the module docstring)."""
+    from validator.rules.srun import read_options, srun_commands
+
+    parsed = script.parsed
+    nodes = parsed.value("nodes")
+    if nodes is not None and nodes not in ("1", "1-1"):
+        return False
+    if any(parsed.value(name) not in (None, "1") for name in ("ntasks", "ntasks-per-node")):
+        return False
+    if (requested_gpus_per_node(parsed) or 0) > 1 or parsed.value("gpus") not in (None, "1") and \
+            (parsed.value("gpus") or "").rsplit(":", 1)[-1] != "1":
+        return False
+    code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
+    if _MANY_PROCESSES.search(code):
+        return False
+    for command in srun_commands(script.shell):  # a step of several tasks: `srun -n 4 python train.py`
+        _, options = read_options(command, script.shell)
+        for option, word in options:
+            if option in ("-n", "--ntasks", "--ntasks-per-node", "-N", "--nodes") and \
+                    (word is None or word.value not in ("1", "1-1")):
+                return False
+    return True
+
+
+def _findings(script, exported_ignored: bool = False):
+    """exported_ignored: a MASTER_PORT the script sets is not reported (a job of one process: check())."""
     shell = script.shell
     launchers = list(launcher_commands(shell))
     # $MASTER_PORT read only as the --master-port of launchers that are all elastic: never used
@@ -212,7 +255,8 @@ def _findings(script):
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
         if dead_export and message and (message.startswith(_FIXED) or _EPHEMERAL in message):
             continue  # a well-formed port nothing binds (a value that is no port at all is still said)
-        if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)):
+        if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)) \
+                and not (exported_ignored and (message.startswith(_FIXED) or _EPHEMERAL in message)):
             yield (script.display, a.line, a.col, message)
     for command in launchers:
         if _elastic(command, shell):
