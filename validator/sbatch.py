@@ -133,7 +133,8 @@ class Component:
     index: int
 
     def get(self, name: str) -> list[Option]:
-        return [o for o in self.script.options if o.name == name and o.component == self.index]
+        return [o for o in self.script.options if (o.name == name or SAME_SETTING.get(o.name) == name)
+                and o.component == self.index]
 
     def value(self, name: str) -> str | None:
         found = self.get(name)
@@ -263,7 +264,13 @@ _SIZE = re.compile(r"[0-9]+([KMGT]B?)?", re.IGNORECASE)
 _TASKS = (_COUNT, "a task count")
 _GPU_COUNT = (_GPUS, "[type:]count or a type")
 _TIME = (SLURM_TIME, "a time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS")
+# Options that set another's value: --tasks-per-node is the "Deprecated form of --ntasks-per-node", the same
+# setter (slurm_opt_tasks_per_node in src/common/slurm_opt.c: .val LONG_OPT_NTASKSPERNODE, .set_func
+# arg_set_ntasks_per_node, at slurm-22-05-0-1 and slurm-26-05-1-1); get()/value() read it as that option.
+SAME_SETTING = {"tasks-per-node": "ntasks-per-node"}
+
 VALUE_TYPES = {"nodes": (_RANGE, "a node count or min-max range"), "ntasks": _TASKS, "ntasks-per-node": _TASKS,
+               "tasks-per-node": _TASKS,
                "cpus-per-task": (_COUNT, "a CPU count"),
                "gpus-per-node": _GPU_COUNT, "gpus-per-task": _GPU_COUNT, "gpus": _GPU_COUNT,
                "mem": (_SIZE, "a size such as 80G"), "mem-per-cpu": (_SIZE, "a size such as 4G"),
