@@ -228,6 +228,11 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
 # jobs, 3 of 3 judged independent copies; the MPI runs come later). Independent, but the job's work
 # (a failed build is the job's failure: launch-strict-mode still reads them), so not in _PER_NODE.
 _BUILD_TOOLS = {"make", "gmake", "cmake", "ninja"}
+# System monitors (procps, sysstat, hwloc): each task reports on its own node and never talks to the
+# others (read round 221: `srun -n 6 top`, six copies). Independent, but where a job runs only them they
+# are its work (its failed `top` ended COMPLETED after a `sleep`: launch-strict-mode, judged true), so
+# not in _PER_NODE either.
+_MONITORS = {"top", "htop", "nvtop", "vmstat", "iostat", "mpstat", "pidstat", "sar", "dmesg", "lsmod", "lstopo"}
 # Node-local GPU and CPU stress tools (DCGM's proftester, gpu-burn, stress-ng): each task loads its own
 # node's devices and reports on them alone (Azure's thermal test in round one, its dcgmproftester job in round two)
 _NODE_TOOL = re.compile(r"(?i)^(dcgmproftester\d*|gpu[-_]?burn|stress(-ng)?)$")
@@ -523,7 +528,7 @@ def _independent(shell, command) -> bool:
     nothing waiting until the time limit."""
     program = step_program(command, shell)
     name = _program_name(shell, program)
-    if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
+    if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or name in _MONITORS or _runs_ray(command) \
             or helper_step(shell, command):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
