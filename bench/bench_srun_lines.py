@@ -8,7 +8,7 @@ of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset n
 "wait-checks", 2,500 background steps each followed by a bare `wait` and a test of its result that exits
 (`[ -s out ] || exit 1`); "killed-servers", 5,000 server steps each kept by `P=$!` and killed before a bare
 `wait`; "case-arms", one case statement of 5,000 arms, every other one a step in the background and
-the rest a bare `wait`. shellcheck is off (--no-shellcheck): this
+the rest a step and a bare `wait` (2,500 findings). shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -40,10 +40,12 @@ def shapes() -> dict[str, str]:
     # a server step kept by its PID and killed before the next bare wait, one name reused (launch-bare-wait
     # finds the first kill after each step with bisect)
     killed = "".join(f"srun ./s{i} &\nP=$!\nsrun ./c{i}\nkill $P\nwait\n" for i in range(LINES // 2))
-    # one case of 5,000 arms, half starting a step in the background, half a bare wait (launch-bare-wait
-    # finds each statement's arms once and counts the other arms' steps with bisect)
+    # one case of 5,000 arms, half starting a step in the background, half starting one and waiting for it
+    # with a bare wait (a finding each); launch-bare-wait finds each statement's arms once and counts the
+    # steps of the arms before the wait's from a running sum
     case_arms = "case \"$MODE\" in\n" + "".join(
-        f"  a{i}) srun -n2 ./step {i} & ;;\n" if i % 2 else f"  a{i}) wait ;;\n" for i in range(LINES // 2)) + "esac\n"
+        f"  a{i}) srun -n2 ./step {i} & ;;\n" if i % 2 else f"  a{i}) srun -n2 ./step {i} &\n    wait ;;\n"
+        for i in range(LINES // 2)) + "esac\n"
     return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function,
             "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n", "wait-checks": HEAD + wait_checks,
             "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms}

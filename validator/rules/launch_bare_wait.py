@@ -203,34 +203,48 @@ def _index_sets(shell) -> dict:
     return {name: sorted(at) for name, at in found.items()}
 
 
-def _other_arms(node, cache: dict) -> list[tuple[int, int]]:
-    """Byte ranges of the arms of the `if`/`case` statements around `node` that run instead of the one
-    holding it: the `then` part, each `elif`, the `else` of an if_statement; each item of a case_statement.
-    Only for statements outside loops and functions (a later turn or call may take another arm). Two
-    ranges a statement, its arms before and after the one holding `node` (arms lie next to each other:
-    no command starts between them); each statement's arms are found once (`cache`), so a case of
-    thousands of arms stays linear."""
-    ranges, child = [], node
+def _in_other_arms(node, starts: list[int], cache: dict) -> int:
+    """How many of the background starts lie in arms of the `if`/`case` statements around `node` that
+    run instead of the one holding it, before it: the `then` part, each `elif` body, the `else` of an
+    if_statement; each item of a case_statement, an item ending in `;&` or `;;&` joined with the items
+    it goes on to. Conditions belong to no arm (an `elif` condition runs before the `else`). Only for
+    statements outside loops and functions (a later turn or call may take another arm). Each
+    statement's arms and their counts are found once (`cache`), so thousands of arms stay linear."""
+    found, child = 0, node
     parent = node.parent
     while parent is not None:
         if parent.type in _LOOPS or parent.type == "function_definition":
-            return []
+            return 0
         if parent.type in ("if_statement", "case_statement"):
             if parent.id not in cache:
-                cache[parent.id] = _arms(parent)
-            arms = cache[parent.id]
+                arms = _arms(parent)
+                before = [0]  # starts in the arms before each arm
+                for low, high in arms:
+                    before.append(before[-1] + bisect.bisect_left(starts, high) - bisect.bisect_left(starts, low))
+                cache[parent.id] = (arms, before)
+            arms, before = cache[parent.id]
             k = bisect.bisect_right(arms, (child.start_byte, float("inf"))) - 1
             if k >= 0 and child.end_byte <= arms[k][1]:
-                ranges += [(arms[0][0], arms[k][0]), (arms[k][1], arms[-1][1])]
+                found += before[k]
         child, parent = parent, parent.parent
-    return ranges
+    return found
 
 
 def _arms(statement) -> list[tuple[int, int]]:
-    """The arms of an if_statement (then part, elif clauses, else clause) or a case_statement (its
-    items), as sorted byte ranges."""
+    """The arms of an if_statement or a case_statement, as sorted byte ranges (_in_other_arms)."""
     if statement.type == "case_statement":
-        return [(c.start_byte, c.end_byte) for c in statement.named_children if c.type == "case_item"]
+        arms, joined = [], False
+        for item in (c for c in statement.named_children if c.type == "case_item"):
+            if joined:  # the item before falls through into this one (`;&`), or tests on (`;;&`)
+                arms[-1] = (arms[-1][0], item.end_byte)
+            else:
+                arms.append((item.start_byte, item.end_byte))
+            ending = item.children[-1].type if item.children else ""
+            joined = ending == ";&"
+            if ending == ";;&":  # every later pattern is tested: any later item may run after this one
+                arms[-1] = (arms[-1][0], statement.end_byte)
+                break
+        return arms
     arms, then_start = [], None
     for child in statement.children:
         if child.type == "then" and then_start is None:
@@ -238,14 +252,12 @@ def _arms(statement) -> list[tuple[int, int]]:
         elif child.type in ("elif_clause", "else_clause", "fi"):
             if then_start is not None and not arms:
                 arms.append((then_start, child.start_byte))
-            if child.type != "fi":
+            if child.type == "elif_clause":  # its body, after its own `then`: the condition is no arm
+                body = next((c.end_byte for c in child.children if c.type == "then"), child.end_byte)
+                arms.append((body, child.end_byte))
+            elif child.type == "else_clause":
                 arms.append((child.start_byte, child.end_byte))
     return arms
-
-
-def _count(starts: list[int], low: int, high: int) -> int:
-    """How many of the sorted `starts` lie in [low, high)."""
-    return max(0, bisect.bisect_left(starts, high) - bisect.bisect_left(starts, low))
 
 
 def _always_runs(node) -> bool:
@@ -276,8 +288,8 @@ def check(target):
             started = at > first
         else:
             # work started since, less what another arm of an if/case around the wait started
-            since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous) - sum(
-                _count(starts, max(low, previous + 1), min(high, at)) for low, high in _other_arms(command.node, arms))
+            since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous) \
+                - _in_other_arms(command.node, starts, arms)
             checked = since == 1 and enclosing(command.node, _LOOPS) is None \
                 and checks_results_after(shell, command.node.end_byte)
             loop = enclosing(command.node, _LOOPS)

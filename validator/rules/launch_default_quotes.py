@@ -29,33 +29,53 @@ _ASSIGNING = re.compile(r"^\$\{(\w+):?=")
 _BLANK_DEFAULT = re.compile(r"^\$\{(\w+):?=' *'\}$")
 
 
-def _blank_path_guard(expansion, shell) -> bool:
+def _blank_path_guard(expansion, shell, strict: bool) -> bool:
     """`: "${POWERCMDDIR:=' '}"` then `if [ -f "$POWERCMDDIR/power_monitor.sh" ]; then ... fi`
-    (MLPerf's run.sub): a blank default that every use reads inside an `if` whose condition tests a file
-    under a blank default of the script (its own name, or another's: POWERLOGDIR read only where
-    POWERCMDDIR's file exists). With the quotes or without them the file is absent alike, so the
-    branch is skipped as meant."""
+    (MLPerf's run.sub): a blank default that every use reads in the `then` part of an `if` whose
+    condition tests, without negation, a file under the same name: with the quotes or without them the
+    file is absent alike, so the branch is skipped as meant. In the default profile also a test on
+    another blank default of the script (POWERLOGDIR read only where POWERCMDDIR's file exists): as
+    published, with both unset, the branch does not run; a user who sets only the guard's variable gets
+    the quoted value, so the strict profile still reports it."""
     match = _BLANK_DEFAULT.match(expansion.node.text.decode("utf-8", "replace"))
     if match is None:
         return False
     name = match.group(1)
-    test = _blank_file_test(shell)
+    test = _file_test([name]) if strict else _blank_file_test(shell)  # a test on its own name, or on any blank default
     uses = [e for e in shell.expansions if e.name == name and e.node is not expansion.node]
-    for use in uses:
-        node, guarded = use.node.parent, False
-        while node is not None and not guarded:  # any enclosing `if` whose condition tests the file
-            if node.type == "if_statement":
-                condition = node.child_by_field_name("condition")
-                text = (condition if condition is not None else node).text[:400].decode("utf-8", "replace")
-                guarded = bool(test.search(text))
-            node = node.parent
-        if not guarded:
-            return False
-    return bool(uses)
+    own = _file_test([name])
+    return bool(uses) and all(_guarded(use.node, test, own) for use in uses)
+
+
+def _guarded(node, test, own) -> bool:
+    """The node is in the condition of an enclosing `if` that tests a file under it (`own`: absent with the
+    quotes or without them, negated or not), or lies in
+    the `then` part of an enclosing `if` whose condition passes `test` and negates
+    nothing and offers no other way in (`[ ! -f ... ]`, `! test -x ...`, `[ -f ... ] || ...`: there the
+    branch runs when the file is absent)."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type == "if_statement":
+            condition = parent.child_by_field_name("condition")
+            text = (condition if condition is not None else parent).text[:400].decode("utf-8", "replace")
+            if condition is not None and condition.start_byte <= node.start_byte < condition.end_byte:
+                return bool(own.search(text))
+            in_then = condition is not None and child.type not in ("elif_clause", "else_clause") \
+                and child.start_byte >= condition.end_byte
+            if in_then and "!" not in text and "||" not in text and test.search(text):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _file_test(names):
+    """A file test on one of `names` (`-f "$NAME/..."`)."""
+    alternatives = "|".join(sorted(map(re.escape, names))) or r"(?!)"
+    return re.compile(r'-[fexdrs]\s+"?\$\{?(?:' + alternatives + r")\b")
 
 
 def _blank_file_test(shell):
-    """A file test on any name the script gives a blank default (`-f "$NAME/..."`), built once per script."""
+    """A file test on any name the script gives a blank default, built once per script."""
     def build():
         names = set()
         for e in shell.expansions:
@@ -63,8 +83,7 @@ def _blank_file_test(shell):
                 match = _BLANK_DEFAULT.match(e.node.text.decode("utf-8", "replace"))
                 if match:
                     names.add(match.group(1))
-        alternatives = "|".join(sorted(map(re.escape, names))) or r"(?!)"
-        return re.compile(r'-[fexdrs]\s+"?\$\{?(?:' + alternatives + r")\b")
+        return _file_test(names)
     return shell.once("blank-default file test", build)
 
 
@@ -103,7 +122,7 @@ def check(target):
         if expansion.name in ALWAYS_SET_IN_BATCH_JOB:
             continue  # "${SLURM_JOB_ID:-'none'}": Slurm sets it for every batch job, the default is never taken
         if _QUOTED_DEFAULT.match(text) and not _only_assigns_unread(expansion, target.script.shell) \
-                and not _blank_path_guard(expansion, target.script.shell):
+                and not _blank_path_guard(expansion, target.script.shell, target.strict):
             yield (target.script.display, expansion.line, expansion.col,
                    f"{text} inside double quotes keeps the single quotes in the value; drop them: "
                    f"{text.replace(chr(39), '')}")

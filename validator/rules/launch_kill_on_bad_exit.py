@@ -54,7 +54,7 @@ GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1 ", "time srun ")
 
 
-_TASK_COUNTS = ("nodes", "ntasks", "ntasks-per-node", "tasks-per-node", "ntasks-per-gpu")
+_TASK_COUNTS = ("nodes", "ntasks", "ntasks-per-node", "ntasks-per-gpu")  # ntasks-per-node reads --tasks-per-node too
 # Signs that the tasks of a step are one program of many processes, which block in a collective when one
 # of them dies: a rendezvous or process group, a collective library, MPI, a distributed framework, a
 # training. One table, read in four places; each sign counts where its row says:
@@ -233,6 +233,13 @@ _BUILD_TOOLS = {"make", "gmake", "cmake", "ninja"}
 # are its work (its failed `top` ended COMPLETED after a `sleep`: launch-strict-mode, judged true), so
 # not in _PER_NODE either.
 _MONITORS = {"top", "htop", "nvtop", "vmstat", "iostat", "mpstat", "pidstat", "sar", "dmesg", "lsmod", "lstopo"}
+
+
+def _monitor(word, name) -> bool:
+    """The system's monitor by its bare name (`top`, not `./sar` or /opt/apps/top/bin/top: a program of the
+    user's own that happens to share the name)."""
+    raw = getattr(word, "raw", None) or getattr(word, "name", "") or ""
+    return name in _MONITORS and "/" not in raw
 # Node-local GPU and CPU stress tools (DCGM's proftester, gpu-burn, stress-ng): each task loads its own
 # node's devices and reports on them alone (Azure's thermal test in round one, its dcgmproftester job in round two)
 _NODE_TOOL = re.compile(r"(?i)^(dcgmproftester\d*|gpu[-_]?burn|stress(-ng)?)$")
@@ -528,8 +535,11 @@ def _independent(shell, command) -> bool:
     nothing waiting until the time limit."""
     program = step_program(command, shell)
     name = _program_name(shell, program)
-    if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or name in _MONITORS or _runs_ray(command) \
-            or helper_step(shell, command):
+    if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
+            or helper_step(shell, command) or _monitor(program, name):
+        return True
+    inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
+    if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):

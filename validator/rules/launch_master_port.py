@@ -25,9 +25,10 @@ has to itself only its own and the system's few connections can, a rare event: s
 (round eighty-four: three such findings judged false on --exclusive jobs; round forty-seven's one
 judged true on a whole 4-GPU node).
 A MASTER_PORT exported (or set) in a job of one process is not reported by the default profile: one
-node, one task (--ntasks and --ntasks-per-node unsaid or 1), at most one GPU, and no program in the
-script that starts or joins several processes (torchrun, torch.distributed.launch, accelerate,
-deepspeed, mpirun/mpiexec, Lightning's CLI, an srun asking more than one task). torch binds the port
+node, one task (every task option unsaid or 1, no heterogeneous job), at most one GPU, and no program
+in the script that starts or joins several processes (torchrun, torch.distributed.launch, the MPI
+launchers, accelerate, deepspeed, the CLIs that start torchrun, an srun asking more than one task),
+nor one it does not show (a command run through a variable). torch binds the port
 only where a process group is made (the env:// rendezvous of init_process_group: rank 0's TCPStore);
 a single process on one GPU rarely makes one (read rounds 171, 184, 209 and 220: five such exports
 judged false, a plain program that read nothing, a Lightning Trainer on one device; round 180's one
@@ -37,7 +38,7 @@ Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, all_memory, as_int, bad_batch, enclosing_command, enclosing_command_name,
+from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, all_memory, as_int, bad_batch, enclosing_command, enclosing_command_name,
                                   exclusive_nodes, is_decimal, launcher_commands, manifest_of, non_ascii_number,
                                   read_beyond_parse,
                                   requested_gpus_per_node, srun_option)
@@ -198,35 +199,49 @@ def _logged(node) -> bool:
     return True
 
 
-# Programs that start or join several processes, which may read MASTER_PORT (torch.distributed.launch and
-# .run are torchrun's modules)
-_MANY_PROCESSES = re.compile(r"(?<![\w.-])(?:torchrun|torch\.distributed\.(?:launch|run)|accelerate|deepspeed|mpirun"
-                             r"|mpiexec|jsrun|horovodrun|lightning)(?![\w-])")
+# Programs that start or join several processes, which may read MASTER_PORT: torchrun (also as
+# torch.distributed.launch/.run), the MPI launchers (base.MPI_LAUNCHERS), accelerate, DeepSpeed (also
+# `python train.py --deepspeed ds.json`: the HF Trainer's DeepSpeed makes a process group), Horovod,
+# jsrun, and the CLIs that start torchrun themselves (Lightning, ColossalAI, Composer, TorchX, torchtune's
+# `tune run`, LLaMA-Factory, Ray)
+_MANY_PROCESSES = re.compile(r"(?<![\w./])(?:" + "|".join(re.escape(n) for n in sorted(
+    MPI_LAUNCHERS | {"torchrun", "torch.distributed.launch", "torch.distributed.run", "accelerate", "horovodrun",
+                     "jsrun", "lightning", "colossalai", "composer", "torchx", "tune", "llamafactory-cli", "ray"})) + r")(?![\w-])|deepspeed")
+# Options of the job or of an srun that ask for more than one task, or for tasks per GPU, socket or core
+_TASK_OPTIONS = ("ntasks", "ntasks-per-node", "ntasks-per-gpu", "ntasks-per-socket", "ntasks-per-core")
+_SRUN_TASKS = ("-n", "--ntasks", "--ntasks-per-node", "--tasks-per-node", "--ntasks-per-gpu", "--ntasks-per-socket",
+               "--ntasks-per-core", "-N", "--nodes", "--het-group", "--multi-prog")
+_GPU_OPTIONS = ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket", "gres")
 
 
 def _one_process(script) -> bool:
-    """A job of one process on at most one GPU: one node, one task, and no program that starts or joins
-    several processes (the module docstring)."""
+    """A job of one process on at most one GPU (the module docstring). Whatever the script does not show
+    plainly counts against it: a launcher or a `deepspeed` anywhere in its code, a command run through a
+    variable (`$LAUNCHER train.py`, set perhaps by a sourced file), a heterogeneous job, any task option but a count
+    of 1, a GPU request of more than one or of a form not read here."""
     from validator.rules.srun import read_options, srun_commands
 
     parsed = script.parsed
-    nodes = parsed.value("nodes")
-    if nodes is not None and nodes not in ("1", "1-1"):
+    if any(option.component for option in parsed.options):
+        return False  # a heterogeneous job: `srun --het-group=0,1` runs in every component
+    if parsed.value("nodes") not in (None, "1", "1-1"):
         return False
-    if any(parsed.value(name) not in (None, "1") for name in ("ntasks", "ntasks-per-node")):
+    if any(option.value != "1" for name in _TASK_OPTIONS for option in parsed.get(name)):
         return False
-    if (requested_gpus_per_node(parsed) or 0) > 1 or parsed.value("gpus") not in (None, "1") and \
-            (parsed.value("gpus") or "").rsplit(":", 1)[-1] != "1":
-        return False
+    for name in _GPU_OPTIONS:
+        for option in parsed.get(name):
+            items = [i for i in (option.value or "").split(",") if name != "gres" or i.split(":", 1)[0] in ("gpu", "gres/gpu")]
+            if any(as_int(item.rsplit(":", 1)[-1]) not in (0, 1) for item in items):
+                return False
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
     if _MANY_PROCESSES.search(code):
         return False
+    if any(c.name.startswith("$") for c in script.shell.commands):  # `$LAUNCHER train.py`: it may be one
+        return False
     for command in srun_commands(script.shell):  # a step of several tasks: `srun -n 4 python train.py`
         _, options = read_options(command, script.shell)
-        for option, word in options:
-            if option in ("-n", "--ntasks", "--ntasks-per-node", "-N", "--nodes") and \
-                    (word is None or word.value not in ("1", "1-1")):
-                return False
+        if any(option in _SRUN_TASKS and (word is None or word.value not in ("1", "1-1")) for option, word in options):
+            return False
     return True
 
 

@@ -148,6 +148,7 @@ def check(target):
         for option in script.parsed.get("ntasks-per-node"):
             per_node = as_int(option.value)
             if per_node is not None and per_node > 1 and not one_task:
+                written = option.written.split("=", 1)[0]  # --ntasks-per-node, or --tasks-per-node as written
                 yield (script.display, option.line, option.col,
-                       f"--ntasks-per-node={per_node} with srun torchrun: srun starts {per_node} torchrun agents on "
-                       "each node, each fanning out to every GPU; use --ntasks-per-node=1")
+                       f"{written}={per_node} with srun torchrun: srun starts {per_node} torchrun agents on "
+                       f"each node, each fanning out to every GPU; use {written}=1")

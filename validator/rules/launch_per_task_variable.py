@@ -81,7 +81,7 @@ _READ_BY_RUNTIME = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE
 # Options that set a job's task count, or change sbatch's default of one task per node ("The default is
 # one task per node, but note that the --cpus-per-task option will change this default": sbatch.1, -n,
 # at slurm-22-05-0-1 and slurm-26-05-1-1)
-_TASK_COUNT_OPTIONS = ("ntasks", "ntasks-per-node", "tasks-per-node", "ntasks-per-socket", "ntasks-per-core",
+_TASK_COUNT_OPTIONS = ("ntasks", "ntasks-per-node", "ntasks-per-socket", "ntasks-per-core",  # and --tasks-per-node
                        "ntasks-per-gpu", "gpus-per-task", "cpus-per-task")
 
 

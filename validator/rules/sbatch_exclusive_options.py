@@ -6,7 +6,7 @@ commit 1a2bc58796, first in slurm-26-05-0-0rc1); the other pairs contradict each
 silently wins); --tasks-per-node is another name of --ntasks-per-node (reported when the values differ). Holds for: 22.05-26.05; the --gres/--gpus-per-node pair only from 26.05
 (sbatch.before).
 """
-from validator.sbatch import before
+from validator.sbatch import SAME_SETTING, before
 
 ID = "sbatch-exclusive-options"
 SEVERITY = "error"
@@ -26,7 +26,7 @@ EXCLUSIVE = [
 # Two names of one setting: --tasks-per-node is the "Deprecated form of --ntasks-per-node" (its
 # slurm_cli_opt_t in src/common/slurm_opt.c, slurm-22-05-0-1 and slurm-26-05-3-1: the same setter).
 # Both given: the last one wins, and it matters only when the values differ.
-ALIASES = [("ntasks-per-node", "tasks-per-node")]
+ALIASES = [(name, alias) for alias, name in SAME_SETTING.items()]  # (--ntasks-per-node, --tasks-per-node)
 
 
 # Slurm 26.05 (SchedMD/slurm 1a2bc58796, _validate_gres_vs_gpus_per_node): sbatch stops with
