@@ -60,6 +60,7 @@ RULE_MODULES = [
     "launch_bare_wait",
     "launch_step_assignment",
     "launch_srun_task_count",
+    "launch_set_options",
     "launch_unset_argument",
     "launch_default_quotes",
     "launch_unset_variable",
