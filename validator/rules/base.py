@@ -209,13 +209,101 @@ def _gres_gpus(item: str) -> int | None:
 _DECLARATION = re.compile(r"^\s*(?:export|declare|typeset|readonly|local)\b(.*)$")
 
 
+# bash 5.2's `set` (builtins/set.def, flags.c at the bash-5.2 tag): the single-letter flags of shell_flags[]
+# (`l` is compiled out; `i` is one, refused by set's first pass), and the -o names of o_options[] with
+# the letter each stands for ("" where none)
+SET_LETTERS = frozenset("abefhikmnprtuvxBCEHPT")
+SET_OPTIONS = {"allexport": "a", "braceexpand": "B", "emacs": "", "errexit": "e", "errtrace": "E", "functrace": "T",
+               "hashall": "h", "histexpand": "H", "history": "", "ignoreeof": "", "interactive-comments": "",
+               "keyword": "k", "monitor": "m", "noclobber": "C", "noexec": "n", "noglob": "f", "nolog": "",
+               "notify": "b", "nounset": "u", "onecmd": "t", "physical": "P", "pipefail": "", "posix": "",
+               "privileged": "p", "verbose": "v", "vi": "", "xtrace": "x"}
+
+
+@dataclass(frozen=True)
+class SetEffect:
+    """What one `set` command does to the shell's options, as bash 5.2 runs it (set_effect)."""
+    on: frozenset  # letters on after it (-e, and -o errexit as e)
+    off: frozenset  # letters turned off (+x, +o xtrace)
+    options_on: frozenset  # -o names turned on (pipefail, errexit, ...)
+    options_off: frozenset
+    refused: str | None = None  # the option bash's first pass refuses: the command changes nothing
+    stopped: str | None = None  # the letter or -o name the second pass stops at: what came before is set
+
+
+def set_effect(command) -> SetEffect:
+    """The effect of `set` on the shell's options from its literal words (bash 5.2, set_builtin in
+    builtins/set.def and internal_getopt in builtins/bashgetopt.c at the bash-5.2 tag). A first pass checks
+    every option word up to `--`, `-` or a non-option word: a letter not in SET_LETTERS, or `i`, makes
+    set print 'invalid option' and return 2 having changed nothing; `o` there takes the rest of its word
+    as its name, or else the next word when that is no option. The second pass then applies each letter
+    of each word in order: `o` takes the next word as an -o name unless there is none or it starts with
+    - or + (then set prints the option table and goes on), and the word's later letters still count
+    (`-nounset` is n, o, u, n, s, ...); the first letter or name it does not take stops it, what came
+    before staying set. A word that is not literal ends the reading."""
+    words = []
+    for arg in command.args:
+        if arg.value is None:
+            break
+        words.append(arg.value)
+
+    def is_option(word):
+        return word[:1] in ("-", "+") and len(word) > 1
+
+    i = 0
+    while i < len(words) and is_option(words[i]) and words[i] != "--":  # the first pass
+        word, j = words[i], 1
+        if word == "--help":
+            break
+        while j < len(word):
+            letter = word[j]
+            if letter == "o":
+                if j + 1 == len(word) and i + 1 < len(words) and not is_option(words[i + 1]):
+                    i += 1  # the next word is its name
+                break
+            if letter not in SET_LETTERS or letter == "i":
+                return SetEffect(frozenset(), frozenset(), frozenset(), frozenset(), refused=word[0] + letter)
+            j += 1
+        i += 1
+    on, off, options_on, options_off = set(), set(), set(), set()
+
+    def done(stopped=None):
+        return SetEffect(frozenset(on), frozenset(off), frozenset(options_on), frozenset(options_off), stopped=stopped)
+    i = 0
+    while i < len(words):  # the second pass
+        word = words[i]
+        if word in ("-", "--") or not is_option(word) or word == "--help":
+            if word == "-":  # `set -` is `set +xv`
+                on.difference_update("xv")
+                off.update("xv")
+            break
+        turn_on = word[0] == "-"
+        for letter in word[1:]:
+            if letter == "o":
+                name = words[i + 1] if i + 1 < len(words) else ""
+                if not name or name[0] in "-+":
+                    continue  # no name: the option table is printed
+                i += 1
+                if name not in SET_OPTIONS:
+                    return done(stopped=name)
+                (options_on if turn_on else options_off).add(name)
+                (options_off if turn_on else options_on).discard(name)
+                letter = SET_OPTIONS[name]
+                if not letter:
+                    continue
+            elif letter not in SET_LETTERS:
+                return done(stopped=word[0] + letter)
+            (on if turn_on else off).add(letter)
+            (off if turn_on else on).discard(letter)
+        i += 1
+    return done()
+
+
 def declared_names(shell, lines) -> set | None:
     """Every name a declaration line names (`export DIR`, `declare -x ARGS`, with or without a value):
     a program the job runs may read them. None where `set -a` (allexport) exports every variable."""
-    for command in shell.named("set"):
-        words = [word.value or "" for word in command.args]
-        if "allexport" in words or any(w[:1] == "-" and w[1:2] != "-" and "a" in w[1:] for w in words):
-            return None
+    if any("a" in set_effect(command).on for command in shell.named("set")):  # -a, -o allexport
+        return None
     return {word for line in lines if (m := _DECLARATION.match(line)) for word in re.findall(r"[A-Za-z_]\w*", m.group(1))}
 
 

@@ -1,69 +1,74 @@
-"""A `set` whose flags stop the job's work: -n runs none of the rest, -t exits after one command, -r forbids cd and redirections, and a letter `set` does not know makes bash refuse the command (`set -errexit` sets nothing, not even -e).
+"""A `set` that does not do what it says or that stops the job's work: `set -errexit` (meant as `set -o errexit`) changes nothing, `set -n` runs none of the rest, `set -t` exits after one command, `set -r` forbids running ./programs and cd.
 
-Premise (bash(1) 5.2, SHELL BUILTIN COMMANDS, set; tried with bash 5.2.15): `-n` "Read commands but do not
-execute them" (the batch script then ends with status 0: the job is COMPLETED having done nothing), `-t`
-"Exit after reading and executing one command" (the job ends at once, status 0); `-r` (restricted mode,
-accepted though its usage line omits it) forbids `cd`, output redirections and changes to PATH for the
-rest of the job. The letters `set` takes are abefhkmnprtuvxBCEHPT and `o`, whose option name is the next
-word (the rest of the bundle stays flags: `-nounset` is -n, -o, -u, -n, -s, ...); for any other letter bash
-prints "set: -s: invalid option" and its usage and returns 2, and the command does not set what it says:
-`set -ex -s` turns on neither -e nor -x, while `set -errext -nounset -o pipefail` (an HPC centre's
-documented example, read round two hundred and twenty-five) leaves noexec and onecmd on and the job runs
-nothing after it. A job written with `set -errexit` (meant as `set -o errexit`) runs without the strict
-mode its author asked for. Only literal words up to `--` are read (`set -- "$@"` sets
-the positional parameters); `+n`, `+t` turn the options off and are no finding.
+Premise: bash 5.2's `set` as base.set_effect reads it (builtins/set.def and builtins/bashgetopt.c at the
+bash-5.2 tag; every case of tests checked against bash 5.2.15): a letter it does not take makes it print
+"invalid option" and change nothing (`set -errexit` is -e -r -r -e -x -i ...: refused at -i), unless an
+`o` earlier in the word hid it from the first pass (`-nounset`): then the letters before it are set
+(-n among them) and set stops there. `-n` (noexec) reads the rest of the script and runs none of it, so
+the job ends COMPLETED having done nothing; `-t` (onecmd) exits after one more command; `-r` (restricted)
+forbids commands named with a slash (./train.sh, /opt/.../python), cd, exec, output redirections and
+changes to PATH (bash(1), RESTRICTED SHELL). The effect is reported where the `set` is a statement of the
+batch script's top level (a subshell's `set -n`, a dry-run guard `[ -n "$DRY" ] && set -n` or a
+function is left alone); a command bash refuses or stops in, anywhere. Only bash scripts: dash, zsh and
+tcsh read `set` otherwise.
 Holds for: every Slurm release (no Slurm behaviour involved).
 """
+from validator.rules.base import SET_OPTIONS, set_effect
+
 ID = "launch-set-options"
 SEVERITY = "error"
 SCOPE = "script"
-DESCRIPTION = ("A `set` that stops the job's work: -n runs nothing after it, -t exits after one command, -r forbids cd and "
-               "redirections, and a letter set does not know (`set -errexit`) makes bash refuse the command.")
+DESCRIPTION = ("A `set` that does nothing or stops the job: `set -errexit` (not `set -o errexit`) changes no option, "
+               "-n runs nothing after it, -t exits after one command, -r forbids ./programs and cd.")
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -o errexit -o nounset -o pipefail\n"
                       "srun --kill-on-bad-exit=1 python3 train.py\n"}
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -errexit -nounset -o pipefail\n"
                      "srun --kill-on-bad-exit=1 python3 train.py\n"}
 
-# The single-letter flags of bash's `set` (its usage line, and -r: tried with bash 5.2.15), and `o`
-_FLAGS = set("abefhkmnprtuvxBCEHPT")
+_EFFECTS = {"n": "-n (noexec) reads the rest of the script and runs none of it: the job ends COMPLETED having done nothing",
+            "t": "-t (onecmd) exits after one more command: the job's work after it never runs",
+            "r": "-r (restricted) forbids commands named with a slash (./prog, /opt/.../python), cd, exec and output "
+                 "redirections for the rest of the job"}
 
 
-def _read(words) -> tuple[list[str], set[str]]:
-    """(letters `set` refuses, letters it turns on) of the literal flag words, up to `--` or `-`."""
-    refused, on, skip = [], set(), False
-    for word in words:
-        text = word.value
-        if skip:  # the option name after -o
-            skip = False
-            continue
-        if text is None or text in ("--", "-") or len(text) < 2 or text[0] not in "-+":
-            break
-        for letter in text[1:]:
-            if letter == "o":
-                skip = True
-            elif letter not in _FLAGS:
-                refused.append(letter)
-            elif text[0] == "-":
-                on.add(letter)
-    return refused, on
+# What a `set` that bash stopped in leaves on, the gravest first (the set itself failed: with -e on the job
+# ends there, a failed job)
+_ON = {"e": "-e is already on, so the job ends there, failed", "n": "-n (noexec) is on: nothing after it runs",
+       "t": "-t (onecmd) is on: the job ends after one more command", "r": "-r (restricted) is on: no ./program, cd or exec"}
+
+
+def _meant(words) -> str:
+    """A hint where a word is an -o name written as flags (`-errexit`, `-oerrexit`): `set -o errexit`."""
+    names = [name for w in words if w[:1] == "-" for name in (w[1:], w[2:] if w[1:2] == "o" else "")
+             if name in SET_OPTIONS]
+    return f" (write `set -o {' -o '.join(names)}`)" if names else ""
+
+
+def _in_main_flow(command) -> bool:
+    """A statement of the script's top level: the batch shell runs it on every run, itself (not in a
+    subshell, a branch, a list that may skip it, or a function)."""
+    node = command.node
+    return node is not None and node.parent is not None and node.parent.type == "program"
 
 
 def check(target):
-    for command in target.script.shell.named("set"):
-        refused, on = _read(command.args)
-        words = " ".join(a.raw for a in command.args)
-        if refused:
-            yield (target.script.display, command.line, command.col,
-                   f"set {words}: -{refused[0]} is no option of set; bash answers 'invalid option' and the command "
-                   "does not set what it says (write `set -o errexit`, not `set -errexit`)")
-        elif "n" in on:
-            yield (target.script.display, command.line, command.col,
-                   f"set {words}: -n (noexec) reads the rest of the script and runs none of it; the job ends "
-                   "COMPLETED having done nothing")
-        elif "t" in on:
-            yield (target.script.display, command.line, command.col,
-                   f"set {words}: -t (onecmd) exits after one command; the job's work after it never runs")
-        elif "r" in on:
-            yield (target.script.display, command.line, command.col,
-                   f"set {words}: -r (restricted) forbids cd, output redirections and changes to PATH for the rest "
-                   "of the job")
+    script = target.script
+    if script.interpreter not in (None, "bash"):
+        return
+    for command in script.shell.named("set"):
+        effect = set_effect(command)
+        words = [a.value or a.raw for a in command.args]
+        shown = "set " + " ".join(words)
+        if effect.refused:
+            yield (script.display, command.line, command.col,
+                   f"{shown}: bash refuses {effect.refused} ('invalid option') and changes no option{_meant(words)}")
+            continue
+        effects = [_EFFECTS[letter] for letter in "ntr" if letter in effect.on]
+        if effect.stopped:
+            kind = "invalid option" if effect.stopped[:1] in "-+" else "invalid option name"
+            on = [_ON[letter] for letter in "entr" if letter in effect.on]
+            then = on[0] if on else "the options after it are not set"
+            yield (script.display, command.line, command.col,
+                   f"{shown}: bash stops at {effect.stopped} ('{kind}') with what came before set: {then}{_meant(words)}")
+        elif effects and _in_main_flow(command):
+            yield (script.display, command.line, command.col, f"{shown}: {effects[0]}{_meant(words)}")

@@ -26,7 +26,8 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
+                                  set_effect)
 from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -40,18 +41,6 @@ _TOP = {"program", "redirected_statement", "pipeline"}
 # Programs that do a job's work without srun: when one of them runs after the last srun, that srun
 # was a setup step and the job's status is the work's, as its author meant.
 _WORK = WORK_PROGRAMS
-
-
-def _flags(command):
-    flags, options = set(), set()
-    words = [a.value or "" for a in command.args]
-    for i, word in enumerate(words):
-        if word.startswith("-") and not word.startswith("--"):
-            letters = word[1:]
-            if "o" in letters and i + 1 < len(words):
-                options.add(words[i + 1])
-            flags.update(letters.replace("o", ""))
-    return flags, options
 
 
 def _top_level(command) -> bool:
@@ -100,9 +89,9 @@ def _risks(script):
     shell = script.shell
     flags, options = set(script.interpreter_flags), set()  # `#!/bin/bash -e` is set -e from the start
     for command in shell.named("set"):
-        f, o = _flags(command)
-        flags |= f
-        options |= o
+        effect = set_effect(command)
+        flags |= effect.on
+        options |= effect.options_on
     # `trap '... exit 1' ERR` exits on a failed command as set -e does (bash(1), trap)
     errexit = "e" in flags or "errexit" in options or any(_traps_err(c) for c in shell.named("trap"))
     pipefail = "pipefail" in options
@@ -272,9 +261,9 @@ def check(target):
     flags, options = set(script.interpreter_flags), set()
     for command in shell.named("set"):
         if first_srun is None or command.line < first_srun:
-            f, o = _flags(command)
-            flags |= f
-            options |= o
+            effect = set_effect(command)
+            flags |= effect.on
+            options |= effect.options_on
     missing = [name for name, ok in (("-e", "e" in flags or "errexit" in options),
                                      ("-u", "u" in flags or "nounset" in options),
                                      ("-o pipefail", "pipefail" in options)) if not ok]

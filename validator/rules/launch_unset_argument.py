@@ -9,8 +9,7 @@ and set -u stops it instead of taking the other branch. An argument used as the 
 set -u doing its work (rounds twenty-one and twenty-four: 3 of 3 such findings judged false; round
 one's true finding was a tested switch). Our presets (the strict profile) keep every use reported.
 """
-from validator.rules.launch_strict_mode import _flags
-from validator.rules.base import in_function, is_decimal
+from validator.rules.base import in_function, is_decimal, set_effect
 
 ID = "launch-unset-argument"
 SEVERITY = "error"
@@ -28,8 +27,7 @@ def check(target):
     shell = target.script.shell
     nounset_at = None
     for command in shell.named("set"):
-        flags, options = _flags(command)
-        if "u" in flags or "nounset" in options:
+        if "u" in set_effect(command).on:
             nounset_at = command.node.start_byte if nounset_at is None else min(nounset_at, command.node.start_byte)
     if nounset_at is None or any(e.name in _GUARDS for e in shell.expansions):
         return

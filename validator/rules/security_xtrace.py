@@ -23,7 +23,7 @@ script does not build only from public names, and every copy of one.
 import bisect
 import re
 
-from validator.rules.base import enclosing, sourced
+from validator.rules.base import enclosing, set_effect, sourced
 from validator.secrets import built_from_public, copies, is_secret
 ID = "security-xtrace"
 SEVERITY = "error"
@@ -45,8 +45,7 @@ def check(target):
         return
     for command in shell.commands:
         words = [a.value or "" for a in command.args]
-        tracing = (command.name == "set" and (any(w.startswith("-") and "x" in w and not w.startswith("--") for w in words)
-                                              or "xtrace" in words)) or \
+        tracing = (command.name == "set" and "x" in set_effect(command).on) or \
                   (command.name in ("bash", "sh") and "-x" in words)
         if tracing and (target.strict or command.name != "set" or _secret_traced(shell, command, set(secrets), brought_in)):
             yield (target.script.display, command.line, command.col,
@@ -58,8 +57,7 @@ _LOOPS_AND_FUNCTIONS = ("for_statement", "c_style_for_statement", "while_stateme
 
 def _untraces(command) -> bool:
     """`set +x`, `set +ex`, `set +o xtrace`."""
-    words = [a.value or "" for a in command.args]
-    return any(re.fullmatch(r"\+\w*x\w*", w) for w in words) or "xtrace" in words and "+o" in words
+    return "x" in set_effect(command).off
 
 
 # Nodes a statement sits in that run it whenever they run, in the current shell: a redirection
