@@ -518,6 +518,18 @@ def _in_container(command, program) -> str | None:
     return found[1].value if found is not None and found[1] is not None else None
 
 
+def _container_shell_per_node(shell, command, program) -> bool:
+    """`singularity exec IMG /bin/sh -c "cat /etc/alpine-release; hostname"`: a container's shell whose
+    payload runs only per-node programs (read round 235). Its tasks never talk, but where the job runs
+    nothing else the step is its work: not a helper_step (launch-strict-mode still reads it)."""
+    inner = _in_container(command, program)
+    shell_name = inner.rsplit("/", 1)[-1] if inner is not None else ""
+    if shell_name not in ("bash", "sh"):
+        return False
+    payload = _payload(shell, command, _container_words(command, program)[1], shell_name)
+    return payload is not None and all(_per_node(shell, c) for c in payload.commands)
+
+
 def _standalone_torchrun(command, program, name) -> bool:
     """`torchrun --standalone` (or python -m torch.distributed.run --standalone): every task forms its
     own rendezvous (torch 2.13.0 torch/distributed/run.py run(): c10d on localhost:0 with a fresh
@@ -540,6 +552,8 @@ def _independent(shell, command) -> bool:
         return True
     inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
     if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
+        return True
+    if name in _RUNTIMES and _container_shell_per_node(shell, command, program):
         return True
     if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
