@@ -180,7 +180,7 @@ def gpus_per_node(values) -> int | None:
     for value in values("gres"):
         for item in (value or "").split(","):
             if item.split(":", 1)[0] in ("gpu", "gres/gpu"):
-                return _gres_gpus(item)
+                return gres_gpus(item)
     per_task, tasks = count(last("gpus-per-task")), as_int(last("ntasks-per-node"))
     total, nodes = as_int(last("ntasks")), as_int(last("nodes"))
     if per_task is not None and tasks is None:
@@ -195,7 +195,7 @@ def gpus_per_node(values) -> int | None:
     return None
 
 
-def _gres_gpus(item: str) -> int | None:
+def gres_gpus(item: str) -> int | None:
     """The count of one --gres item: gpu:4 and gpu:a100:4 are 4; gpu and gpu:a100 (a type, no count)
     are 1 (sbatch.1 at slurm-26-05-1-1, --gres: "The count is the number of those resources with a
     default value of 1"); None when the count is not a number."""
@@ -703,6 +703,12 @@ def backgrounded(command) -> bool:
             return False
         node = node.parent  # the block it stands in: the statement holding that block may be backgrounded
     return False
+
+
+def always_runs(node) -> bool:
+    """A statement of the batch script's top level: it runs whenever the shell gets there (not in a
+    branch, a loop, a subshell, a function or an `&&`/`||` list, any of which may leave it out)."""
+    return node is not None and node.parent is not None and node.parent.type == "program"
 
 
 def enclosing(node, kinds):

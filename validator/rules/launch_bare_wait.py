@@ -27,8 +27,8 @@ a loop or a function, which may take the other arm on an earlier turn or call.
 import bisect
 import re
 
-from validator.rules.base import (WORK_PROGRAMS, backgrounded, checks_results_after, enclosing, interactive_server,
-                                  statement_of)
+from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
+                                  interactive_server, statement_of)
 from validator.rules.srun import step_program
 
 ID = "launch-bare-wait"
@@ -138,7 +138,7 @@ def _killed_before_wait(shell, background) -> set:
     killed = set()
     for step in background:
         statement = statement_of(step.node)
-        if step.in_pipeline or statement is None or not _always_runs(statement):
+        if step.in_pipeline or statement is None or not always_runs(statement):
             continue
         name, kept_at = _keeps_pid(statement)
         if name is None:
@@ -175,7 +175,7 @@ def _top_level(node) -> bool:
     """A command that runs whenever the shell gets to it: a statement of the script's top level, or the
     first command of a top-level `a || b` / `a && b` list (`kill "$PID" 2>/dev/null || true`)."""
     statement = statement_of(node)
-    if statement is None or not _always_runs(statement):
+    if statement is None or not always_runs(statement):
         return False
     while node != statement:
         parent = node.parent
@@ -260,12 +260,6 @@ def _arms(statement) -> list[tuple[int, int]]:
     return arms
 
 
-def _always_runs(node) -> bool:
-    """A statement of the batch script's top level: it runs whenever the shell gets there (not in a
-    branch, a loop, a subshell or an `&&`/`||` list, any of which may leave it out)."""
-    return node.parent is not None and node.parent.type == "program"
-
-
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
@@ -298,7 +292,7 @@ def check(target):
             started = since > 0 or (
                 loop is not None and bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte))
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
-            if _always_runs(command.node) or in_body and _always_runs(loop):
+            if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
         if started and not checked:
             yield (target.script.display, command.line, command.col,

@@ -29,7 +29,9 @@ node, one task (every task option unsaid or 1, no heterogeneous job), at most on
 in the script that starts or joins several processes (torchrun, torch.distributed.launch, the MPI
 launchers, accelerate, deepspeed, the CLIs that start torchrun, an srun asking more than one task),
 nor one it does not show (a command run through a variable). torch binds the port
-only where a process group is made (the env:// rendezvous of init_process_group: rank 0's TCPStore);
+only where a process group is made (init_process_group's env:// rendezvous reads MASTER_PORT and rank 0
+hosts the TCPStore there: _env_rendezvous_handler and _create_c10d_store in torch/distributed/rendezvous.py
+at torch 2.13.0);
 a single process on one GPU rarely makes one (read rounds 171, 184, 209 and 220: five such exports
 judged false, a plain program that read nothing, a Lightning Trainer on one device; round 180's one
 true: lm_eval's Megatron model makes a group of one). A launcher's own --master_port or
@@ -39,9 +41,10 @@ Holds for: every release (22.05-26.05).
 import re
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, all_memory, as_int, bad_batch, enclosing_command, enclosing_command_name,
-                                  exclusive_nodes, is_decimal, launcher_commands, manifest_of, non_ascii_number,
+                                  exclusive_nodes, gres_gpus, is_decimal, launcher_commands, manifest_of, non_ascii_number,
                                   read_beyond_parse,
                                   requested_gpus_per_node, srun_option)
+from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
 
 ID = "launch-master-port"
 SEVERITY = "error"
@@ -176,11 +179,13 @@ def _elastic(command, shell) -> bool:
     return backend is not None and backend.value not in (None, "", "static")
 
 
-# A program other than torchrun that may read MASTER_PORT from the environment (torch's env://
-# rendezvous in a plain python, DeepSpeed, accelerate, an MPI launcher); `python -m torch.distributed.run`
-# is torchrun
-_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+torch\.distributed\.run)|deepspeed|accelerate"
-                           r"|mpirun|mpiexec|jsrun|lightning)(?![\w.-])")
+# Programs other than torchrun that start processes which may read MASTER_PORT from the environment: the MPI
+# launchers (base.MPI_LAUNCHERS), DeepSpeed, accelerate, jsrun, Lightning's CLI
+_STARTERS = MPI_LAUNCHERS | {"deepspeed", "accelerate", "jsrun", "lightning"}
+# A program other than torchrun that may read MASTER_PORT (torch's env:// rendezvous in a plain python, or
+# one of _STARTERS); `python -m torch.distributed.run` is torchrun
+_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+torch\.distributed\.run)|"
+                           + "|".join(re.escape(n) for n in sorted(_STARTERS)) + r")(?![\w.-])")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 
 
@@ -200,17 +205,16 @@ def _logged(node) -> bool:
 
 
 # Programs that start or join several processes, which may read MASTER_PORT: torchrun (also as
-# torch.distributed.launch/.run), the MPI launchers (base.MPI_LAUNCHERS), accelerate, DeepSpeed (also
-# `python train.py --deepspeed ds.json`: the HF Trainer's DeepSpeed makes a process group), Horovod,
-# jsrun, and the CLIs that start torchrun themselves (Lightning, ColossalAI, Composer, TorchX, torchtune's
-# `tune run`, LLaMA-Factory, Ray)
+# torch.distributed.launch/.run), _STARTERS, Horovod, the CLIs that start torchrun themselves (ColossalAI,
+# Composer, TorchX, torchtune's `tune run`, LLaMA-Factory, Ray), and `deepspeed` anywhere (`python train.py
+# --deepspeed ds.json`: the HF Trainer's DeepSpeed makes a process group)
 _MANY_PROCESSES = re.compile(r"(?<![\w./])(?:" + "|".join(re.escape(n) for n in sorted(
-    MPI_LAUNCHERS | {"torchrun", "torch.distributed.launch", "torch.distributed.run", "accelerate", "horovodrun",
-                     "jsrun", "lightning", "colossalai", "composer", "torchx", "tune", "llamafactory-cli", "ray"})) + r")(?![\w-])|deepspeed")
-# Options of the job or of an srun that ask for more than one task, or for tasks per GPU, socket or core
+    _STARTERS | {"torchrun", "torch.distributed.launch", "torch.distributed.run", "horovodrun", "colossalai",
+                 "composer", "torchx", "tune", "llamafactory-cli", "ray"})) + r")(?![\w-])|deepspeed")
+# Options of the job that ask for more than one task, or for tasks per GPU, socket or core; of an srun, those
+# that start more than the default task (srun.TASK_OPTIONS), and those that spread it or add components
 _TASK_OPTIONS = ("ntasks", "ntasks-per-node", "ntasks-per-gpu", "ntasks-per-socket", "ntasks-per-core")
-_SRUN_TASKS = ("-n", "--ntasks", "--ntasks-per-node", "--tasks-per-node", "--ntasks-per-gpu", "--ntasks-per-socket",
-               "--ntasks-per-core", "-N", "--nodes", "--het-group", "--multi-prog")
+_SRUN_TASKS = TASK_OPTIONS + ("-N", "--nodes", "--het-group", "--multi-prog")
 _GPU_OPTIONS = ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket", "gres")
 
 
@@ -219,8 +223,6 @@ def _one_process(script) -> bool:
     plainly counts against it: a launcher or a `deepspeed` anywhere in its code, a command run through a
     variable (`$LAUNCHER train.py`, set perhaps by a sourced file), a heterogeneous job, any task option but a count
     of 1, a GPU request of more than one or of a form not read here."""
-    from validator.rules.srun import read_options, srun_commands
-
     parsed = script.parsed
     if any(option.component for option in parsed.options):
         return False  # a heterogeneous job: `srun --het-group=0,1` runs in every component
@@ -230,8 +232,10 @@ def _one_process(script) -> bool:
         return False
     for name in _GPU_OPTIONS:
         for option in parsed.get(name):
-            items = [i for i in (option.value or "").split(",") if name != "gres" or i.split(":", 1)[0] in ("gpu", "gres/gpu")]
-            if any(as_int(item.rsplit(":", 1)[-1]) not in (0, 1) for item in items):
+            items = (option.value or "").split(",")
+            counts = [gres_gpus(i) for i in items if i.split(":", 1)[0] in ("gpu", "gres/gpu")] if name == "gres" \
+                else [as_int(i.rsplit(":", 1)[-1]) for i in items]  # --gpus*=[type:]count
+            if any(count not in (0, 1) for count in counts):
                 return False
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
     if _MANY_PROCESSES.search(code):

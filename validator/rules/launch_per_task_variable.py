@@ -45,6 +45,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script, launcher_commands,
                                   read_beyond_parse, srun_option)
+from validator.rules.srun import TASK_OPTIONS
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -85,10 +86,6 @@ _TASK_COUNT_OPTIONS = ("ntasks", "ntasks-per-node", "ntasks-per-socket", "ntasks
                        "ntasks-per-gpu", "gpus-per-task", "cpus-per-task")
 
 
-# srun's own options that start more than the job's default task (srun.1: "-n ... The default is one
-# task per node, but note that the --cpus-per-task option will change this default")
-_SRUN_TASK_OPTIONS = ("--ntasks", "-n", "--ntasks-per-node", "--tasks-per-node", "--ntasks-per-socket",
-                      "--ntasks-per-core", "--ntasks-per-gpu", "--gpus-per-task", "--cpus-per-task", "-c")
 
 
 def _one_value(parsed, name: str, shell=None) -> bool:
@@ -103,7 +100,7 @@ def _one_value(parsed, name: str, shell=None) -> bool:
     if any(parsed.get(option) for option in _TASK_COUNT_OPTIONS) or shell is None:
         return False
     return not shell.once("an srun asks for tasks", lambda: any(  # once per script: linear
-        srun_option(shell, command, *_SRUN_TASK_OPTIONS) is not None for command in shell.named("srun")))
+        srun_option(shell, command, *TASK_OPTIONS) is not None for command in shell.named("srun")))
 
 
 

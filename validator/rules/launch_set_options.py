@@ -13,7 +13,7 @@ function is left alone); a command bash refuses or stops in, anywhere. Only bash
 tcsh read `set` otherwise.
 Holds for: every Slurm release (no Slurm behaviour involved).
 """
-from validator.rules.base import SET_OPTIONS, set_effect
+from validator.rules.base import SET_OPTIONS, always_runs, set_effect
 
 ID = "launch-set-options"
 SEVERITY = "error"
@@ -44,13 +44,6 @@ def _meant(words) -> str:
     return f" (write `set -o {' -o '.join(names)}`)" if names else ""
 
 
-def _in_main_flow(command) -> bool:
-    """A statement of the script's top level: the batch shell runs it on every run, itself (not in a
-    subshell, a branch, a list that may skip it, or a function)."""
-    node = command.node
-    return node is not None and node.parent is not None and node.parent.type == "program"
-
-
 def check(target):
     script = target.script
     if script.interpreter not in (None, "bash"):
@@ -70,5 +63,5 @@ def check(target):
             then = on[0] if on else "the options after it are not set"
             yield (script.display, command.line, command.col,
                    f"{shown}: bash stops at {effect.stopped} ('{kind}') with what came before set: {then}{_meant(words)}")
-        elif effects and _in_main_flow(command):
+        elif effects and always_runs(command.node):
             yield (script.display, command.line, command.col, f"{shown}: {effects[0]}{_meant(words)}")

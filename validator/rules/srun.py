@@ -14,6 +14,10 @@ from validator.sbatch import SPANK_OPTIONS, filled_in_later, option_table
 from validator.shell import Word
 
 # srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
+# srun's own options that start more than the job's default task (srun.1: "-n ... The default is one
+# task per node, but note that the --cpus-per-task option will change this default")
+TASK_OPTIONS = ("--ntasks", "-n", "--ntasks-per-node", "--tasks-per-node", "--ntasks-per-socket",
+                "--ntasks-per-core", "--ntasks-per-gpu", "--gpus-per-task", "--cpus-per-task", "-c")
 SHORT_WITH_VALUE = set("AbBcCdDeGiJLmMnNopqrStTwWx")
 _SRUN_LONG_WITH_VALUE = {"mpi", "cpu-bind", "mem-bind", "het-group", "pack-group", "accel-bind", "epilog", "prolog",
                          "task-epilog", "task-prolog", "slurmd-debug", "debugger-test", "jobid", "multi-prog",
