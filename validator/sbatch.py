@@ -256,7 +256,12 @@ _RANGE = re.compile(r"[0-9]+(-[0-9]+)?")
 # [type:]count, or a type alone: its count is 1 ("We have type with implicit count of 1":
 # _get_next_gres in src/common/gres.c at slurm-22-05-0-1, slurm_get_next_tres in
 # src/common/slurm_protocol_defs.c at slurm-26-05-1-1; round ninety-two's --gpus=h100-96)
-_GPUS = re.compile(r"([\w.-]+:)?[0-9]+|[A-Za-z][\w.-]*")
+# An empty value (`--gpus-per-task=`, or one a '#' cut to nothing) is dropped, not refused: xfmt_tres() in
+# src/common/proc_args.c returns at once for an empty string, and --gpus-per-task's sibling loop skips it
+# (_set_tres_per_task_from_sibling_opt in src/common/slurm_opt.c), at slurm-22-05-8-1 and slurm-26-05-3-1;
+# the real sbatch 22.05.8 here accepts `#SBATCH --gpus=`, `--gpus-per-node=` and `--gpus-per-task=` (round
+# two hundred and forty-five: a template's `--gpus-per-task=#GPUS_PER_TASK#`).
+_GPUS = re.compile(r"([\w.-]+:)?[0-9]+|[A-Za-z][\w.-]*|")
 _SIZE = re.compile(r"[0-9]+([KMGT]B?)?", re.IGNORECASE)
 
 

@@ -83,12 +83,37 @@ def _set_names(shell) -> set:
 
 
 def _tested(node) -> bool:
-    """Inside `[ -z "$X" ]` / `[[ -n $X ]]`: the script asks whether it is set."""
+    """Inside `[ -z "$X" ]` / `[[ -n $X ]]`, or compared with the empty string (`[ "$X" != "" ]`,
+    `[[ $X == '' ]]`, `[ "x$X" = "x" ]`): the script asks whether it is set. Round two hundred and
+    forty-four: `if [ "$SLURM_JOBTMP" != "" ]; then export XDG_RUNTIME_DIR=$SLURM_JOBTMP; fi`, a site's
+    per-job folder used only where the site sets it."""
+    expansion = node
     while node is not None and node.type not in ("command", "program"):
         if node.type == "unary_expression":
             return True
+        if node.type == "binary_expression" and _compared_with_empty(node, expansion):
+            return True
         node = node.parent
     return False
+
+
+def _compared_with_empty(node, expansion) -> bool:
+    """`A = B`, `A == B` or `A != B` where A without the expansion is B (both unquoted): equal exactly
+    when the variable is empty."""
+    operator = node.child_by_field_name("operator")
+    operands = [c for c in node.children if c.is_named and c != operator]
+    if operator is None or operator.text not in (b"=", b"==", b"!=") or len(operands) != 2:
+        return False
+    text = expansion.text
+    for side, other in (operands, operands[::-1]):
+        if side.start_byte <= expansion.start_byte and expansion.end_byte <= side.end_byte:
+            rest = side.text[:expansion.start_byte - side.start_byte] + side.text[expansion.end_byte - side.start_byte:]
+            return bool(text) and _unquoted(rest) == _unquoted(other.text)
+    return False
+
+
+def _unquoted(word: bytes) -> bytes:
+    return word.replace(b'"', b"").replace(b"'", b"")
 
 
 def _one_edit_index(names) -> dict[str, set[str]]:
