@@ -16,6 +16,8 @@ MANIFEST_NAME = "preset.yaml"
 README_NAME = "README.md"
 
 # `# validator: spank=pyxis` declares a SPANK plugin for a script that has no manifest.
+# "template", "templates", "templ", "tmpl", "tpl" as a part of a name, between non-letters
+_TEMPLATE_WORD = re.compile(r"(?<![a-z])(?:templates?|templ|tmpl|tpl)(?![a-z])", re.IGNORECASE)
 _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 
 
@@ -222,6 +224,15 @@ class Script:
         if self.embedded_from == 1:
             return None
         return heredoc_opened_on((self.source.text or "").split("\n"), self.embedded_from - 1)
+
+    @property
+    def named_template(self) -> bool:
+        """The file's name or its folder's says it is a template (`template.sbatch`, `run_sbatch.templ`,
+        `job.tmpl`, `run-templates/slurm.sh`): its author's word that a tool fills it in before sbatch
+        reads it (rounds two hundred and fifty and fifty-one: srunit's string.Template, qchain.py's
+        replace of $JOB_START, gen_job.py's <NODES>)."""
+        path = Path(self.source.path)
+        return any(_TEMPLATE_WORD.search(part) for part in (path.name, path.parent.name))
 
     @property
     def in_rendered_folder(self) -> bool:

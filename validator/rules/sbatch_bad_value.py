@@ -15,7 +15,13 @@ variables where counts, sizes or times belong, two or more different ones in a f
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
 (Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
 alone. One variable alone (`--nodes=$1`, `--account=${project_id}`) is the common mistake of
-expecting sbatch to expand it, and is reported.
+expecting sbatch to expand it, and is reported. In a file whose name or folder says it is a template
+(`template.sbatch`, `run_sbatch.templ`, `slurm_templates/`: model.Script.named_template) the variables
+of a directive are the tool's fields (string.Template's $NAME) and are not reported, unless one is a name
+the script sets itself, a SLURM_ name or the environment's ($HOME, $USER, $SCRATCH): those the author
+expected sbatch to expand. Judged: srunit's and qchain.py's templates (round two hundred and fifty, 8 false);
+one earlier template whose filler replaced the names and left the `$` (round one hundred and forty-six, 7
+true) is lost with them.
 A variable in --mail-user is reported only where the script sets --mail-type: slurmctld sends a
 job's mail only for the events in its mail_type, none by default (mail_job_info() is defined in
 src/slurmctld/agent.c; every call of it, in job_mgr.c, node_scheduler.c and the burst-buffer code,
@@ -114,6 +120,25 @@ def _named_in_file_name(token: str, file_name: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9])" + re.escape(token) + r"(?![A-Za-z0-9])", file_name) is not None
 
 
+# Variables every job has, or a site gives every user: `--output=$HOME/logs/%j.out` in a template still
+# expects sbatch to expand it (the tool's string.Template leaves names it has no value for alone).
+_ENVIRONMENT = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "SCRATCH", "WORK", "PROJECT", "HOSTNAME"})
+
+
+def _named_template_lines(parsed, assigned: set) -> set:
+    """In a file that says it is a template (model.Script.named_template), the directive lines whose
+    variables are all the tool's fields: no name the script assigns itself, no SLURM_ name, none of the
+    environment's. Rounds two hundred and fifty: srunit renders `-J $JOB_NAME`, `--gres=gpu:$GPU_NUM` of
+    its template.sbatch with string.Template before sbatch; qchain.py replaces `--array $JOB_START-$JOB_END`."""
+    lines = set()
+    for option in parsed.options:
+        names = [a or b for a, b in _TOKEN.findall(option.value or "")]
+        if names and "${" not in _TOKEN.sub("", option.value) and not any(
+                name in assigned or name.startswith("SLURM_") or name in _ENVIRONMENT for name in names):
+            lines.add(option.line)
+    return lines
+
+
 def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     """The directive lines a generator fills in, when the file is such a template: two or more count,
     size or time values that are bare capitalised tokens, or that hold two or more different
@@ -139,8 +164,10 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
 def check(target):
     script = target.script
     parsed = script.parsed
-    tokens = _generator_lines(parsed, {a.name for a in script.shell.assignments},
-                              script.display.replace("\\", "/").rsplit("/", 1)[-1])
+    assigned = {a.name for a in script.shell.assignments}
+    tokens = _generator_lines(parsed, assigned, script.display.replace("\\", "/").rsplit("/", 1)[-1])
+    if script.named_template:
+        tokens |= _named_template_lines(parsed, assigned)
     blocking = template_placeholder_lines(parsed)
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
