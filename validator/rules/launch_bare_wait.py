@@ -6,7 +6,9 @@ for work the batch shell itself starts in the background (`python run.py cfg1 & 
 wait`: a sweep whose failed runs end COMPLETED; 10 of 10 such findings on read corpora judged true),
 but for an interactive server (Jupyter, TensorBoard) meant to run until its user is done. A step that
 only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE) loses no
-status worth keeping: such steps alone do not make a bare wait a finding. A bare wait with no
+status worth keeping: such steps alone do not make a bare wait a finding; nor does a step whose shell's
+`-c` text ends with one of them and cannot end sooner with another status (`bash -c "sleep 2; echo done"`,
+no exit, exec, trap or errexit: a shell's status is its last command's, bash(1)). A bare wait with no
 background work started since the batch shell's previous bare wait has nothing to lose (round
 ninety-five: a second `wait` after the first collected every step; a `wait` before the functions that
 start the steps are called); in a loop, work started later in the body counts. A previous wait
@@ -27,9 +29,10 @@ a loop or a function, which may take the other arm on an earlier turn or call.
 import bisect
 import re
 
-from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
-                                  interactive_server, statement_of)
+from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, embedded_command,
+                                  enclosing, interactive_server, payload_text, set_effect, statement_of)
 from validator.rules.srun import step_program
+from validator.shell import parse_shell
 
 ID = "launch-bare-wait"
 SEVERITY = "warning"
@@ -46,12 +49,35 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --nodes=2\ns
 _NOTHING_TO_LOSE = {"sleep", "hostname", "echo", "printf", "true", "date", "uname"}
 
 
-def _nothing_to_lose(command) -> bool:
-    """`srun [options] sleep 5`: the step's program is one whose status says nothing."""
+def _nothing_to_lose(command, shell) -> bool:
+    """`srun [options] sleep 5`: the step's program is one whose status says nothing; or a shell
+    whose -c text ends with such a command (`srun -n1 bash -c "sleep 2; echo done"`: a shell's status is
+    its last command's, bash(1); round two hundred and fifty-five's job-step demo)."""
     if command.name != "srun":
         return False
     program = step_program(command)
-    return program is not None and (program.value or "").rsplit("/", 1)[-1] in _NOTHING_TO_LOSE
+    if program is not None and (program.value or "").rsplit("/", 1)[-1] in _NOTHING_TO_LOSE:
+        return True
+    inner = embedded_command(command)
+    payload = inner.option("-c") if inner is not None and inner.name in ("bash", "sh") else None
+    found = payload_text(shell, payload) if payload is not None and payload.raw else None
+    return found is not None and _ends_with_nothing_to_lose(parse_shell(found[0]))
+
+
+def _ends_with_nothing_to_lose(payload) -> bool:
+    """The text's last statement is a plain command of _NOTHING_TO_LOSE (not in a list or a pipeline), and
+    nothing in it can end the shell sooner with another status: no `exit`, `return`, `exec` or `trap`, no
+    `set` that turns on errexit."""
+    root = payload.root
+    statements = [c for c in root.children if c.is_named and c.type != "comment"] if root is not None else []
+    last = statements[-1] if statements else None
+    if last is None or last.type != "command":
+        return False
+    name = last.child_by_field_name("name")
+    if name is None or name.text.decode("utf-8", "replace") not in _NOTHING_TO_LOSE:
+        return False
+    return not payload.named("exit", "return", "exec", "trap") and not any(
+        "e" in set_effect(c).on for c in payload.named("set"))
 
 
 def _functions_running_srun(shell) -> set:
@@ -264,7 +290,7 @@ def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
     background = [c for c in shell.commands if (c.name in steps or _work(c)) and backgrounded(c)
-                  and not _nothing_to_lose(c)]
+                  and not _nothing_to_lose(c, shell)]
     killed = _killed_before_wait(shell, background) if background else set()
     background = [c for c in background if id(c) not in killed]
     if not background:
