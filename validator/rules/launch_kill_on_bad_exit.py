@@ -15,7 +15,8 @@ by per-job specification options" (sbatch.1, --nodes, at slurm-22-05-0-1 and slu
 node here, unless the job takes whole nodes: then the count comes at submission) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
 image pull, a package install: each task ends on its own) have nothing left hanging, in both profiles;
 nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray notices a lost node), or
-task-farm workers (ipengine, dask-worker: the controller hands a dead worker's work to the others).
+task-farm workers (ipengine, dask-worker, HyperQueue's `hq worker`: the controller hands a dead worker's
+work to the others).
 Nor has a step of `torchrun --standalone` (each task its own rendezvous: run() in
 torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
 inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
@@ -260,6 +261,10 @@ _NODE_CHECK_SCRIPT = re.compile(r"(?i)(^|[-_])(dcgmproftester\d*|dcgmi|dcgm[-_]?
 # Workers of a task farm (IPython parallel engines, Dask workers) each take work from a controller:
 # a dead one blocks nobody, the controller hands its work to the others.
 _BOUNDED = {"timeout", "ipengine", "dask-worker"}
+# HyperQueue's workers (`hq worker start`) the same: "Sometimes a worker might crash while it is executing
+# some task. In that case the server will automatically reschedule that task to a different worker"
+# (docs/jobs/failure.md, It4innovations/hyperqueue at 09effb01; round two hundred and sixty-five).
+_FARM_SUBCOMMANDS = {"hq": "worker"}
 # Container runtimes: per node when they import or pull, coupled when they run a coupled program.
 _RUNTIMES = {"enroot", "docker", "podman", "podman-hpc", "apptainer", "singularity", "shifter"}
 _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "list", "images", "rm", "rmi", "version",
@@ -539,6 +544,14 @@ def _standalone_torchrun(command, program, name) -> bool:
     return launcher and "--standalone" in words
 
 
+def _farm_worker(command, program, name: str) -> bool:
+    """`srun ... hq worker start`: a task farm's worker, by its program and subcommand (_FARM_SUBCOMMANDS)."""
+    if name not in _FARM_SUBCOMMANDS or program is None:
+        return False
+    rest = command.args[command.args.index(program) + 1:]
+    return bool(rest) and rest[0].value == _FARM_SUBCOMMANDS[name]
+
+
 def _independent(shell, command) -> bool:
     """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
     `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
@@ -548,7 +561,7 @@ def _independent(shell, command) -> bool:
     program = step_program(command, shell)
     name = _program_name(shell, program)
     if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
-            or helper_step(shell, command) or _monitor(program, name):
+            or helper_step(shell, command) or _monitor(program, name) or _farm_worker(command, program, name):
         return True
     inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
     if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
