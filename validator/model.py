@@ -15,9 +15,10 @@ SCRIPT_NAME = "train.sbatch"
 MANIFEST_NAME = "preset.yaml"
 README_NAME = "README.md"
 
-# `# validator: spank=pyxis` declares a SPANK plugin for a script that has no manifest.
-# "template", "templates", "templ", "tmpl", "tpl" as a part of a name, between non-letters
+# "template", "templates", "templ", "tmpl", "tpl" as a part of a file or folder name, between non-letters
 _TEMPLATE_WORD = re.compile(r"(?<![a-z])(?:templates?|templ|tmpl|tpl)(?![a-z])", re.IGNORECASE)
+
+# `# validator: spank=pyxis` declares a SPANK plugin for a script that has no manifest.
 _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 
 

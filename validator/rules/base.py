@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from validator.model import Target
 
@@ -299,6 +300,36 @@ def set_effect(command) -> SetEffect:
     return done()
 
 
+def set_names(shell) -> set:
+    """Every name the script sets: assignments (also A[k]=v), `for NAME in`, `read NAME`, getopts,
+    mapfile, declare/local/export NAME without a value, ${NAME:=default} (launch-unset-variable,
+    sbatch-bad-value)."""
+    names = {a.name for a in shell.assignments}
+    stack = [shell.root] if shell.root is not None else []
+    while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
+        node = stack.pop()
+        if node.type in ("for_statement", "c_style_for_statement"):
+            variable = node.child_by_field_name("variable")
+            if variable is not None:
+                names.add(variable.text.decode())
+        elif node.type == "declaration_command":  # declare -A NAME, local NAME: set (empty) here
+            names.update(c.text.decode("utf-8", "replace") for c in node.children if c.type == "variable_name")
+        elif node.type == "variable_assignment":  # NAME[key]=value
+            name = node.child_by_field_name("name")
+            if name is not None and name.type == "subscript":
+                base = name.child_by_field_name("name")
+                if base is not None:
+                    names.add(base.text.decode("utf-8", "replace"))
+        elif node.type == "expansion":
+            match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
+            if match:
+                names.add(match.group(1))
+        stack.extend(node.children)
+    for command in shell.named("read", "getopts", "mapfile", "readarray", "declare", "local", "export", "printf"):
+        names.update(a.value for a in command.args if a.value and a.value.isidentifier())
+    return names
+
+
 def declared_names(shell, lines) -> set | None:
     """Every name a declaration line names (`export DIR`, `declare -x ARGS`, with or without a value):
     a program the job runs may read them. None where `set -a` (allexport) exports every variable."""
@@ -365,6 +396,47 @@ def _unquote(raw: str) -> tuple[str, int]:
     if len(raw) >= 2 and raw[0] == raw[-1] == '"':
         return re.sub(r'\\([$`"\\])', r"\1", raw[1:-1]), 1
     return raw, 0
+
+
+class ShellPayload(NamedTuple):
+    """A step's `bash -c TEXT`: the parsed text, and whether the shell's own flags turn on errexit."""
+    parsed: object
+    errexit: bool
+
+
+def shell_payload(shell, command, program, name: str) -> ShellPayload | None:
+    """The `-c` text of the shell that `program` (a word of `command`, named `name`) starts: `bash -c
+    TEXT`, also with the flags bash takes beside -c (`bash -lc`, `bash -ec`, `bash -o errexit -c`,
+    `bash --norc -c`: bash(1), "OPTIONS"; the first word after them is the text). None when the program
+    is no bash or sh, no -c is given, the text comes from outside the script, or it does not parse.
+    The one reader of a step's shell text (launch-kill-on-bad-exit, launch-bare-wait)."""
+    from validator.shell import parse_shell
+
+    if name not in ("bash", "sh") or program is None:
+        return None
+    rest = command.args[command.args.index(program) + 1:]
+    errexit = command_string = False
+    i = 0
+    while i < len(rest):
+        text = rest[i].value
+        if text in ("-o", "+o") and i + 1 < len(rest):
+            errexit |= text == "-o" and rest[i + 1].value == "errexit"
+            i += 2
+        elif text is not None and text.startswith("--") and len(text) > 2:
+            i += 1  # --login, --norc, --noprofile
+        elif text is not None and len(text) > 1 and text[0] == "-" and text[1:].isalpha():
+            command_string |= "c" in text
+            errexit |= "e" in text
+            i += 1
+        else:
+            break
+    if not command_string or i >= len(rest):
+        return None
+    found = payload_text(shell, rest[i])
+    if found is None:
+        return None
+    parsed = parse_shell(found[0])
+    return ShellPayload(parsed, errexit) if parsed.commands and not parsed.has_errors else None
 
 
 def payload_text(shell, word):

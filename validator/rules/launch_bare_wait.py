@@ -29,10 +29,9 @@ a loop or a function, which may take the other arm on an earlier turn or call.
 import bisect
 import re
 
-from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, embedded_command,
-                                  enclosing, interactive_server, payload_text, set_effect, statement_of)
+from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
+                                  interactive_server, set_effect, shell_payload, statement_of)
 from validator.rules.srun import step_program
-from validator.shell import parse_shell
 
 ID = "launch-bare-wait"
 SEVERITY = "warning"
@@ -56,18 +55,22 @@ def _nothing_to_lose(command, shell) -> bool:
     if command.name != "srun":
         return False
     program = step_program(command)
-    if program is not None and (program.value or "").rsplit("/", 1)[-1] in _NOTHING_TO_LOSE:
+    name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
+    if name in _NOTHING_TO_LOSE:
         return True
-    inner = embedded_command(command)
-    payload = inner.option("-c") if inner is not None and inner.name in ("bash", "sh") else None
-    found = payload_text(shell, payload) if payload is not None and payload.raw else None
-    return found is not None and _ends_with_nothing_to_lose(parse_shell(found[0]))
+    found = shell_payload(shell, command, program, name)
+    return found is not None and not found.errexit and _ends_with_nothing_to_lose(found.parsed)
+
+
+# Commands that may end the shell with another status, or run code the text does not show
+_MAY_END_SOONER = ("exit", "return", "exec", "trap", "eval", "source", ".")
 
 
 def _ends_with_nothing_to_lose(payload) -> bool:
     """The text's last statement is a plain command of _NOTHING_TO_LOSE (not in a list or a pipeline), and
-    nothing in it can end the shell sooner with another status: no `exit`, `return`, `exec` or `trap`, no
-    `set` that turns on errexit."""
+    nothing in it can end the shell sooner with another status: no exit, return, exec or trap, no code it
+    does not show (eval, source, a command named by an expansion: `$CMD`, `$(cat f)`), no `set` that turns
+    on errexit (the shell's own -e or -o errexit: base.shell_payload)."""
     root = payload.root
     statements = [c for c in root.children if c.is_named and c.type != "comment"] if root is not None else []
     last = statements[-1] if statements else None
@@ -76,8 +79,9 @@ def _ends_with_nothing_to_lose(payload) -> bool:
     name = last.child_by_field_name("name")
     if name is None or name.text.decode("utf-8", "replace") not in _NOTHING_TO_LOSE:
         return False
-    return not payload.named("exit", "return", "exec", "trap") and not any(
-        "e" in set_effect(c).on for c in payload.named("set"))
+    if payload.named(*_MAY_END_SOONER) or any(not re.fullmatch(r"[\w./+-]+", c.name) for c in payload.commands):
+        return False
+    return not any("e" in set_effect(c).on for c in payload.named("set"))
 
 
 def _functions_running_srun(shell) -> set:

@@ -41,10 +41,9 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
                                   backgrounded, bad_batch, exclusive_nodes, in_function, interactive_server,
-                                  payload_text, requested_gpus_per_node, srun_option, statement_of)
+                                  payload_text, requested_gpus_per_node, shell_payload, srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, refused_task_count, step_program
 from validator.sbatch import TEMPLATE
-from validator.shell import parse_shell
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
@@ -485,17 +484,9 @@ def _resolved(shell, name: str) -> str:
 
 
 def _payload(shell, command, program, name):
-    """The parsed `bash -c` payload of a step, or None."""
-    if name not in ("bash", "sh"):
-        return None
-    rest = command.args[command.args.index(program) + 1:]
-    if len(rest) < 2 or rest[0].value != "-c":
-        return None
-    found = payload_text(shell, rest[1])
-    if found is None:
-        return None
-    inner = parse_shell(found[0])
-    return inner if inner.commands and not inner.has_errors else None
+    """The parsed `bash -c` payload of a step (base.shell_payload), or None."""
+    found = shell_payload(shell, command, program, name)
+    return found.parsed if found is not None else None
 
 
 def _container_words(command, program):
@@ -545,7 +536,8 @@ def _standalone_torchrun(command, program, name) -> bool:
 
 
 def _farm_worker(command, program, name: str) -> bool:
-    """`srun ... hq worker start`: a task farm's worker, by its program and subcommand (_FARM_SUBCOMMANDS)."""
+    """`srun ... hq worker start` (any `hq worker` subcommand: start, stop and list leave nothing waiting either):
+    a task farm's worker, by its program and subcommand (_FARM_SUBCOMMANDS)."""
     if name not in _FARM_SUBCOMMANDS or program is None:
         return False
     rest = command.args[command.args.index(program) + 1:]

@@ -28,7 +28,7 @@ import difflib
 import re
 from functools import lru_cache
 
-from validator.rules.base import CODE_PRINTERS, is_submitter, sourced
+from validator.rules.base import CODE_PRINTERS, is_submitter, set_names, sourced
 from validator.sbatch import DATA
 
 ID = "launch-unset-variable"
@@ -55,38 +55,12 @@ def slurm_variables() -> frozenset:
         return frozenset(line.strip() for line in handle if line.strip() and not line.startswith("#"))
 
 
-def _set_names(shell) -> set:
-    names = {a.name for a in shell.assignments}
-    stack = [shell.root] if shell.root is not None else []
-    while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
-        node = stack.pop()
-        if node.type in ("for_statement", "c_style_for_statement"):
-            variable = node.child_by_field_name("variable")
-            if variable is not None:
-                names.add(variable.text.decode())
-        elif node.type == "declaration_command":  # declare -A NAME, local NAME: set (empty) here
-            names.update(c.text.decode("utf-8", "replace") for c in node.children if c.type == "variable_name")
-        elif node.type == "variable_assignment":  # NAME[key]=value
-            name = node.child_by_field_name("name")
-            if name is not None and name.type == "subscript":
-                base = name.child_by_field_name("name")
-                if base is not None:
-                    names.add(base.text.decode("utf-8", "replace"))
-        elif node.type == "expansion":
-            match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
-            if match:
-                names.add(match.group(1))
-        stack.extend(node.children)
-    for command in shell.named("read", "getopts", "mapfile", "readarray", "declare", "local", "export", "printf"):
-        names.update(a.value for a in command.args if a.value and a.value.isidentifier())
-    return names
-
-
 def _tested(node) -> bool:
     """Inside `[ -z "$X" ]` / `[[ -n $X ]]`, or compared with the empty string (`[ "$X" != "" ]`,
     `[[ $X == '' ]]`, `[ "x$X" = "x" ]`): the script asks whether it is set. Round two hundred and
     forty-four: `if [ "$SLURM_JOBTMP" != "" ]; then export XDG_RUNTIME_DIR=$SLURM_JOBTMP; fi`, a site's
-    per-job folder used only where the site sets it."""
+    per-job folder used only where the site sets it. A tested SLURM_ name close to one of Slurm's
+    (`[ -z "$SLURM_NTASK" ]`) is still a misspelling: the test's answer never changes."""
     expansion = node
     while node is not None and node.type not in ("command", "program"):
         if node.type == "unary_expression":
@@ -104,16 +78,16 @@ def _compared_with_empty(node, expansion) -> bool:
     operands = [c for c in node.children if c.is_named and c != operator]
     if operator is None or operator.text not in (b"=", b"==", b"!=") or len(operands) != 2:
         return False
-    text = expansion.text
     for side, other in (operands, operands[::-1]):
         if side.start_byte <= expansion.start_byte and expansion.end_byte <= side.end_byte:
             rest = side.text[:expansion.start_byte - side.start_byte] + side.text[expansion.end_byte - side.start_byte:]
-            return bool(text) and _unquoted(rest) == _unquoted(other.text)
+            return _unquoted(rest) == _unquoted(other.text)
     return False
 
 
 def _unquoted(word: bytes) -> bytes:
-    return word.replace(b'"', b"").replace(b"'", b"")
+    """The word without its outer quotes (`"x"` and `x` compare equal; `'""'` stays two characters)."""
+    return word[1:-1] if len(word) >= 2 and word[:1] in (b'"', b"'") and word[-1:] == word[:1] else word
 
 
 def _one_edit_index(names) -> dict[str, set[str]]:
@@ -201,14 +175,15 @@ def check(target):
     shell = target.script.shell
     text = shell.text_lines()  # heredocs and strings over several lines: text the script writes, not its code
     brought_in = sourced(target)  # the repository's files it sources: what they set is set here
-    set_here = _set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
+    set_here = set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
                                      if number not in text and (m := _WRITTEN.match(line))}
     for other in brought_in.shells:
-        set_here |= _set_names(other)
+        set_here |= set_names(other)
     unseen = not target.strict and _unseen_setters(target, brought_in.unread_own)
     index = _one_edit_index(set_here)
     known = slurm_variables()
-    reported = {e.name for e in shell.expansions if _tested(e.node)}  # the script checks them itself
+    tested = {e.name for e in shell.expansions if _tested(e.node)}  # the script asks whether they are set
+    reported: set = set()
     # a submitter's shell runs outside any job: a SLURM_ name there is its own setting, not Slurm's
     submitter = is_submitter(target.script)
     for expansion in shell.expansions:
@@ -222,6 +197,8 @@ def check(target):
             if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen:
                 continue
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+            if name in tested and not close:
+                continue  # a site's variable, used where the site sets it (the script checks); a misspelling is not
             hint = f"; did you mean {close[0]}?" if close else ""
             reported.add(name)
             yield (target.script.display, expansion.line, expansion.col,

@@ -16,10 +16,10 @@ ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills t
 (Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
 alone. One variable alone (`--nodes=$1`, `--account=${project_id}`) is the common mistake of
 expecting sbatch to expand it, and is reported. In a file whose name or folder says it is a template
-(`template.sbatch`, `run_sbatch.templ`, `slurm_templates/`: model.Script.named_template) the variables
-of a directive are the tool's fields (string.Template's $NAME) and are not reported, unless one is a name
-the script sets itself, a SLURM_ name or the environment's ($HOME, $USER, $SCRATCH): those the author
-expected sbatch to expand. Judged: srunit's and qchain.py's templates (round two hundred and fifty, 8 false);
+(`template.sbatch`, `run_sbatch.templ`, `slurm_templates/`: model.Script.named_template) the named
+variables of a directive are the tool's fields (string.Template's $NAME) and are not reported, unless one
+is positional ($1), set by the script itself, a batch system's (SLURM_, PBS_) or the environment's ($HOME,
+$USER, $SCRATCH): those the author expected sbatch to expand. Judged: srunit's and qchain.py's templates (round two hundred and fifty, 8 false);
 one earlier template whose filler replaced the names and left the `$` (round one hundred and forty-six, 7
 true) is lost with them.
 A variable in --mail-user is reported only where the script sets --mail-type: slurmctld sends a
@@ -43,6 +43,7 @@ Holds for: 22.05-26.05.
 import difflib
 import re
 
+from validator.rules.base import set_names
 from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, mail_events, placeholder
 
 ID = "sbatch-bad-value"
@@ -123,18 +124,22 @@ def _named_in_file_name(token: str, file_name: str) -> bool:
 # Variables every job has, or a site gives every user: `--output=$HOME/logs/%j.out` in a template still
 # expects sbatch to expand it (the tool's string.Template leaves names it has no value for alone).
 _ENVIRONMENT = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "SCRATCH", "WORK", "PROJECT", "HOSTNAME"})
+# Names a batch system sets in the job: Slurm's, and PBS's (`$PBS_O_WORKDIR`, a habit from PBS)
+_BATCH_SYSTEM = re.compile(r"^(SLURM|SBATCH|PBS)_")
 
 
-def _named_template_lines(parsed, assigned: set) -> set:
+def _named_template_lines(parsed, set_here: set) -> set:
     """In a file that says it is a template (model.Script.named_template), the directive lines whose
-    variables are all the tool's fields: no name the script assigns itself, no SLURM_ name, none of the
-    environment's. Rounds two hundred and fifty: srunit renders `-J $JOB_NAME`, `--gres=gpu:$GPU_NUM` of
+    variables are all the tool's fields: named (string.Template's $NAME, never a positional $1), set
+    nowhere in the script (base.set_names: assignments, for, read), no batch system's and none of the
+    environment's. Round two hundred and fifty: srunit renders `-J $JOB_NAME`, `--gres=gpu:$GPU_NUM` of
     its template.sbatch with string.Template before sbatch; qchain.py replaces `--array $JOB_START-$JOB_END`."""
     lines = set()
     for option in parsed.options:
         names = [a or b for a, b in _TOKEN.findall(option.value or "")]
         if names and "${" not in _TOKEN.sub("", option.value) and not any(
-                name in assigned or name.startswith("SLURM_") or name in _ENVIRONMENT for name in names):
+                name[0].isdigit() or name in set_here or _BATCH_SYSTEM.match(name) or name in _ENVIRONMENT
+                for name in names):
             lines.add(option.line)
     return lines
 
@@ -167,7 +172,7 @@ def check(target):
     assigned = {a.name for a in script.shell.assignments}
     tokens = _generator_lines(parsed, assigned, script.display.replace("\\", "/").rsplit("/", 1)[-1])
     if script.named_template:
-        tokens |= _named_template_lines(parsed, assigned)
+        tokens |= _named_template_lines(parsed, set_names(script.shell))
     blocking = template_placeholder_lines(parsed)
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
