@@ -58,6 +58,7 @@ RULE_MODULES = [
     "launch_master_port",
     "launch_rdzv_host",
     "launch_bare_wait",
+    "launch_trap_deferred",
     "launch_step_assignment",
     "launch_srun_task_count",
     "launch_set_options",
