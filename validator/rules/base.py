@@ -95,7 +95,7 @@ def is_submitter(script) -> bool:
         return False
     # a job that cut its own header (`module load` above the #SBATCH lines) and resubmits itself
     # (`sbatch "$0"`) runs job work of its own: a job, not a submitter
-    if script.shell.named("srun") or any(_job_work(c) for c in script.shell.commands):
+    if script.shell.named("srun") or any(job_work(c) for c in script.shell.commands):
         return False
     if script.shell.named("sbatch"):
         return True
@@ -103,7 +103,7 @@ def is_submitter(script) -> bool:
     return any(d.line in written for d in script.parsed.ignored_directives)
 
 
-def _job_work(command) -> bool:
+def job_work(command) -> bool:
     """A work program run for its own sake (mpirun, python train.py); not one whose output a `$( )`
     captures (`$(python -c "print(7 % 3)")`: arithmetic for the submitter, round one hundred and
     nineteen's Quantum ESPRESSO submitter)."""

@@ -12,22 +12,27 @@ cluster, `scancel --batch --signal=USR1` (the batch-shell delivery --signal=B: u
 the trap at 20 s, when its foreground `srun sleep 20` ended, and at 3 s in the same job with `srun sleep
 20 &` and `wait $!`. So a checkpoint or requeue handler for that signal runs when the step has ended,
 at the time limit (when Slurm kills the step) rather than T seconds before it.
-Reported on the last foreground step or work program (srun, mpirun, python, torchrun, ...: base.WORK_PROGRAMS)
-after the trap and after the script's last `wait`: the work running when the signal comes before the limit;
-the usual fix, `srun ... &` then `wait`, leaves no such command.
-A trap inside a function or a subshell, or a directive without B:, is left alone (without B: the signal
-goes to the steps, not the shell).
+Reported, conservatively, on the last foreground step or work program (srun, mpirun, python, torchrun, ...:
+base.WORK_PROGRAMS, not inside `$( )`) after the trap, only where the script has no `wait` at all, no
+`exec` after the trap (it replaces the shell, and srun forwards the signal to its tasks: launch_fwd_signal()
+in src/srun/signals.c), no function that starts work (what runs last is then hard to tell), and the handler
+does more than print (`trap 'echo got USR1' USR1` loses nothing by running late). The signal is the last
+--signal directive's, sent to the batch shell when any of them carried B (get_signal_opts() keeps the B flag
+and replaces the signal); the trap is the last `trap` for it before the work, so `trap - USR1` resets it.
+A trap inside a function or a subshell, or a directive without B, is left alone (without B the signal goes
+to the steps, not the shell).
 Holds for: 22.05-26.05 (the B: flag and its text are the same in both).
 """
 import re
 
-from validator.rules.base import WORK_PROGRAMS, backgrounded, enclosing, in_function, is_batch_script
+from validator.rules.base import backgrounded, enclosing, in_function, is_batch_script, job_work
+from validator.shell import parse_shell
 
 ID = "launch-trap-deferred"
 SEVERITY = "warning"
 SCOPE = "script"
-DESCRIPTION = ("A trap for the signal --signal=B:SIG sends the batch shell, while the work runs in the foreground: "
-               "bash runs the trap only when that command ends, at the time limit; start the step with '&' and 'wait'.")
+DESCRIPTION = ("A trap for the signal that --signal=B:SIG sends the batch shell, while the work runs in the foreground: "
+               "the shell runs the trap only when that command ends; start the work with '&' and 'wait' for it.")
 GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=01:00:00\n#SBATCH --signal=B:USR1@120\nset -euo pipefail\n"
                       "trap 'scontrol requeue \"$SLURM_JOB_ID\"' USR1\nsrun --kill-on-bad-exit=1 python3 train.py &\n"
                       "wait $!\n"}
@@ -37,64 +42,110 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=01:00:00\n#SBATCH --signal=B:U
 # get_signal_opts(): an optional R, B, R (any case), an optional ':', the signal, an optional @time
 _SIGNAL = re.compile(r"(?i)(r?)(b?)(r?):?([A-Za-z0-9+]+)(?:@.*)?")
 # Signal numbers as Linux numbers them (signal(7), x86 and arm64), for `trap h 10` and `--signal=B:10`
-_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM", "18": "CONT"}
+_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "6": "ABRT", "10": "USR1", "12": "USR2", "14": "ALRM", "15": "TERM",
+            "18": "CONT", "23": "URG", "24": "XCPU"}
+# A handler that only prints loses nothing by running late
+_PRINT_ONLY = {"echo", "printf", ":", "true", "date", "logger"}
 
 
 def _signal_name(word: str) -> str:
-    word = word.upper()
-    word = word[3:] if word.startswith("SIG") else word
+    word = word.upper().removeprefix("SIG")
     return _NUMBERS.get(word, word)
 
 
-def _batch_signals(parsed) -> dict:
-    """signal name -> the --signal directive that sends it to the batch shell (B:)."""
-    found = {}
+def _batch_signal(parsed):
+    """(signal name, the directive that set it) when the job's --signal goes to the batch shell, else None:
+    the last directive's signal, with B from any of them (get_signal_opts() sets KILL_JOB_BATCH in the
+    flags it keeps, and each directive replaces the signal and its time)."""
+    batch, last = False, None
     for option in parsed.get("signal"):
         match = _SIGNAL.fullmatch((option.value or "").strip())
-        if match and match.group(2):
-            found[_signal_name(match.group(4))] = option
-    return found
+        if match:
+            batch |= bool(match.group(2))
+            last = (_signal_name(match.group(4)), option)
+    return last if batch else None
 
 
-def _trapped(command) -> set:
-    """The signals a `trap ACTION SIG...` sets a handler for (not `trap - SIG` or `trap '' SIG`, which reset
-    or ignore, nor `trap -p`/`trap -l`)."""
+def _trap_words(command) -> list:
     words = [a.value if a.value is not None else a.raw for a in command.args]
-    if words and words[0] == "--":
-        words = words[1:]
-    if len(words) < 2 or words[0] in ("-", "-p", "-l", "", "''", '""'):
-        return set()
-    return {_signal_name(w) for w in words[1:]}
+    return words[1:] if words[:1] == ["--"] else words
+
+
+def _handler(command, signal: str):
+    """What this `trap` does to `signal`: None when it does not name it; "" when it resets or ignores it
+    (`trap - SIG`, `trap '' SIG`, `trap SIG`); else the action's text."""
+    words = _trap_words(command)
+    if not words or words[0] in ("-p", "-l"):
+        return None
+    if len(words) == 1:  # `trap USR1`: resets USR1 (bash(1), trap)
+        return "" if _signal_name(words[0]) == signal else None
+    if signal not in {_signal_name(w) for w in words[1:]}:
+        return None
+    action = words[0].strip("'\"")
+    return "" if action == "-" else action
+
+
+def _prints_only(shell, action: str) -> bool:
+    """The handler runs only printing commands, also through the script's own functions it calls."""
+    bodies = {}
+    for node in _functions(shell):
+        name = node.child_by_field_name("name")
+        if name is not None:
+            bodies[name.text.decode("utf-8", "replace")] = node
+    names = []
+    for command in parse_shell(action).commands:
+        if command.name in bodies:
+            names += [c.name for c in shell.commands if enclosing(c.node, ("function_definition",)) == bodies[command.name]]
+        else:
+            names.append(command.name)
+    return bool(names) and all(name in _PRINT_ONLY for name in names)
+
+
+def _functions(shell):
+    stack = [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            yield node
+        stack.extend(node.children)
 
 
 def _work(command) -> bool:
-    return command.name == "srun" or command.name.rsplit("/", 1)[-1] in WORK_PROGRAMS
+    return command.name == "srun" or job_work(command)
 
 
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
-    signals = _batch_signals(script.parsed)
-    if not signals:
+    found = _batch_signal(script.parsed)
+    if found is None:
         return
+    signal, option = found
     shell = script.shell
-    traps = [(c, signals.keys() & _trapped(c)) for c in shell.named("trap")
-             if not in_function(c.node) and enclosing(c.node, ("subshell", "command_substitution")) is None]
-    traps = [(c, names) for c, names in traps if names]
-    if not traps:
+    if shell.named("wait") or any(_work(c) and in_function(c.node) for c in shell.commands):
+        return  # work handed to wait somewhere, or started in a function: what runs last is not plain
+    state, trap = "", None  # the signal's handler as the batch shell has it, statement by statement
+    last = None
+    for command in sorted(shell.commands, key=lambda c: c.node.start_byte):
+        if in_function(command.node) or enclosing(command.node, _OWN_SHELL) is not None:
+            continue
+        if command.name == "trap":
+            action = _handler(command, signal)
+            if action is not None:
+                state, trap = action, command
+        elif command.name == "exec" and command.args and state:
+            return  # the shell is replaced: no trap any more, and srun forwards the signal to its tasks
+        elif _work(command) and not backgrounded(command):
+            last = (command, trap, state)  # the handler the shell has while this work runs
+    if last is None or not last[2] or _prints_only(shell, last[2]):
         return
-    trap, names = min(traps, key=lambda item: item[0].node.start_byte)
-    last_wait = max((c.node.start_byte for c in shell.named("wait")), default=-1)
-    foreground = [c for c in shell.commands
-                  if c.node.start_byte > max(trap.node.start_byte, last_wait) and _work(c) and not backgrounded(c)
-                  and not in_function(c.node) and enclosing(c.node, ("command_substitution", "subshell")) is None]
-    if not foreground:
-        return  # the work is handed to wait: the shell is in `wait` when the signal comes
-    command = foreground[-1]  # the last work of the job: what runs when the signal comes before the limit
-    name = sorted(names)[0]
-    option = signals[name]
+    command, trap, action = last
     yield (script.display, command.line, command.col,
-           f"--signal={option.value} (line {option.line}) signals only the batch shell, and bash runs its {name} "
-           f"trap (line {trap.line}) only when this foreground {command.name} ends: the handler runs at the time "
-           "limit, not before it; start the step with '&' and 'wait' for it")
+           f"--signal={option.value} (line {option.line}) signals only the batch shell, which runs its {signal} trap "
+           f"(line {trap.line}) only when this foreground {command.name} ends: at the time limit, if the limit's "
+           "TERM leaves it time, not before it; start the work with '&' and 'wait' for it")
+
+
+# A subshell or `$( )` has its own traps and does not hold the batch shell's
+_OWN_SHELL = ("subshell", "command_substitution")
