@@ -300,6 +300,22 @@ def set_effect(command) -> SetEffect:
     return done()
 
 
+# Variables bash sets itself in every shell (bash(1), "Shell Variables": "The following variables are
+# set by the shell"; IFS, PS4 and the like get their defaults there too) and those every job's
+# environment has (HOME, PATH, USER, ...: sbatch's default --export=ALL carries them from the
+# submission, and with --export=NONE "Slurm will then implicitly attempt to load the user's
+# environment", sbatch.1 at slurm-26-05-3-1): never a typo of a name the script sets
+# (`oIFS="$IFS"` saves it to restore it).
+SHELL_VARIABLES = frozenset({
+    "BASH", "BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS",
+    "BASH_COMMAND", "BASH_EXECUTION_STRING", "BASH_LINENO", "BASH_LOADABLES_PATH", "BASH_REMATCH",
+    "BASH_SOURCE", "BASH_SUBSHELL", "BASH_VERSINFO", "BASH_VERSION", "COMP_CWORD", "DIRSTACK", "EPOCHREALTIME",
+    "EPOCHSECONDS", "EUID", "FUNCNAME", "GROUPS", "HISTCMD", "HOSTNAME", "HOSTTYPE", "LINENO", "MACHTYPE",
+    "OLDPWD", "OPTARG", "OPTIND", "OSTYPE", "PIPESTATUS", "PPID", "PWD", "RANDOM", "READLINE_LINE", "REPLY",
+    "SECONDS", "SHELLOPTS", "SHLVL", "SRANDOM", "UID", "IFS", "PS1", "PS2", "PS4", "HOME", "PATH", "USER",
+    "LOGNAME", "SHELL", "TMPDIR", "LANG", "TERM"})
+
+
 def set_names(shell) -> set:
     """Every name the script sets: assignments (also A[k]=v), `for NAME in`, `read NAME`, getopts,
     mapfile, declare/local/export NAME without a value, ${NAME:=default} (launch-unset-variable,
@@ -404,35 +420,40 @@ class ShellPayload(NamedTuple):
     errexit: bool
 
 
-def shell_payload(shell, command, program, name: str) -> ShellPayload | None:
-    """The `-c` text of the shell that `program` (a word of `command`, named `name`) starts: `bash -c
-    TEXT`, also with the flags bash takes beside -c (`bash -lc`, `bash -ec`, `bash -o errexit -c`,
-    `bash --norc -c`: bash(1), "OPTIONS"; the first word after them is the text). None when the program
-    is no bash or sh, no -c is given, the text comes from outside the script, or it does not parse.
-    The one reader of a step's shell text (launch-kill-on-bad-exit, launch-bare-wait)."""
-    from validator.shell import parse_shell
-
-    if name not in ("bash", "sh") or program is None:
-        return None
-    rest = command.args[command.args.index(program) + 1:]
-    errexit = command_string = False
+def command_string(words) -> tuple:
+    """The word a shell started with `words` (its arguments) runs as its command text, and whether its
+    own flags turn on errexit: `-c TEXT`, also with the flags bash takes beside -c (`-lc`, `-ec`, `-o
+    errexit -c`, `--norc -c`: bash(1), "OPTIONS"; the first word after them is the text). (None, errexit)
+    when there is no -c or no text. The one reader of a shell's flags (shell_payload, with_payloads)."""
+    errexit = has_c = False
     i = 0
-    while i < len(rest):
-        text = rest[i].value
-        if text in ("-o", "+o") and i + 1 < len(rest):
-            errexit |= text == "-o" and rest[i + 1].value == "errexit"
+    while i < len(words):
+        text = words[i].value
+        if text in ("-o", "+o") and i + 1 < len(words):
+            errexit |= text == "-o" and words[i + 1].value == "errexit"
             i += 2
         elif text is not None and text.startswith("--") and len(text) > 2:
             i += 1  # --login, --norc, --noprofile
         elif text is not None and len(text) > 1 and text[0] == "-" and text[1:].isalpha():
-            command_string |= "c" in text
+            has_c |= "c" in text
             errexit |= "e" in text
             i += 1
         else:
             break
-    if not command_string or i >= len(rest):
+    return (words[i] if has_c and i < len(words) else None), errexit
+
+
+def shell_payload(shell, command, program, name: str) -> ShellPayload | None:
+    """The parsed `-c` text of the shell that `program` (a word of `command`, named `name`) starts
+    (command_string), and whether its flags turn on errexit. None when the program is no bash or sh, no
+    -c is given, the text comes from outside the script, or it does not parse. For a step's shell
+    (launch-kill-on-bad-exit, launch-bare-wait)."""
+    from validator.shell import parse_shell
+
+    if name not in ("bash", "sh") or program is None:
         return None
-    found = payload_text(shell, rest[i])
+    word, errexit = command_string(command.args[command.args.index(program) + 1:])
+    found = payload_text(shell, word) if word is not None else None
     if found is None:
         return None
     parsed = parse_shell(found[0])
@@ -503,7 +524,7 @@ def with_payloads(shell, depth: int = 0):
         for position, current in enumerate(chain):
             yield current, depth > 0 or position > 0
             if current.name in ("bash", "sh") and depth < 2:
-                payload = current.option("-c")
+                payload = command_string(current.args)[0]
                 found = payload_text(shell, payload) if payload is not None and payload.raw else _heredoc(current)
                 if found is None:
                     continue
@@ -882,6 +903,35 @@ def enclosing_command_name(node) -> str:
     command = enclosing_command(node)
     name = command.child_by_field_name("name") if command is not None else None
     return name.text.decode("utf-8", "replace").rsplit("/", 1)[-1] if name is not None else ""
+
+
+def function_definitions(shell) -> list:
+    """(name, function_definition node) for every function the script defines, in the order of the text
+    (bash keeps the last definition of a name). The one walk for them (launch-bare-wait,
+    launch-trap-deferred)."""
+    def walk():
+        found, stack = [], [shell.root] if shell.root is not None else []
+        while stack:
+            node = stack.pop()
+            if node.type == "function_definition":
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    found.append((name.text.decode("utf-8", "replace"), node))
+            stack.extend(node.children)
+        return sorted(found, key=lambda item: item[1].start_byte)
+    return shell.once("function definitions", walk)
+
+
+# Signal numbers as Linux numbers them (signal(7), x86 and arm64): `kill -15`, `trap h 10`, `--signal=B:10`
+_SIGNAL_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "6": "ABRT", "9": "KILL", "10": "USR1", "12": "USR2",
+                   "14": "ALRM", "15": "TERM", "18": "CONT", "23": "URG", "24": "XCPU"}
+
+
+def signal_name(word: str) -> str:
+    """A signal as `kill`, `trap` and Slurm's sig_name2num() take it (TERM, SIGTERM, sigterm, 15), by its name
+    without SIG: TERM."""
+    word = word.upper().removeprefix("SIG")
+    return _SIGNAL_NUMBERS.get(word, word)
 
 
 def in_function(node) -> bool:

@@ -30,7 +30,8 @@ import bisect
 import re
 
 from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
-                                  interactive_server, set_effect, shell_payload, statement_of)
+                                  function_definitions, interactive_server, set_effect, shell_payload, signal_name,
+                                  statement_of)
 from validator.rules.srun import step_program
 
 ID = "launch-bare-wait"
@@ -86,15 +87,7 @@ def _ends_with_nothing_to_lose(payload) -> bool:
 
 def _functions_running_srun(shell) -> set:
     """Names of the script's functions whose body starts an srun step."""
-    names, stack = set(), [shell.root] if shell.root is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            name = node.child_by_field_name("name")
-            if name is not None and b"srun" in node.text:
-                names.add(name.text.decode("utf-8", "replace"))
-        stack.extend(node.children)
-    return names
+    return {name for name, node in function_definitions(shell) if b"srun" in node.text}
 
 
 def _work(command) -> bool:
@@ -140,7 +133,7 @@ _EXPANDED = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
 # Signals on which srun ends its step: TERM, HUP and QUIT forward SIGKILL to the tasks (_forward_signal in
 # src/srun/signals.c at slurm-26-05-1-1; the signal thread of src/srun/libsrun/srun_job.c at slurm-22-05-0-1),
 # KILL ends srun itself; not 0 (a test), STOP (a pause), one INT (prints the tasks' status), USR1/USR2 (passed on)
-_ENDING_SIGNALS = {"TERM", "KILL", "HUP", "QUIT", "15", "9", "1", "3"}
+_ENDING_SIGNALS = {"TERM", "KILL", "HUP", "QUIT"}  # by base.signal_name: 15, SIGTERM and sigterm are TERM
 
 
 def _killed_before_wait(shell, background) -> set:
@@ -160,7 +153,7 @@ def _killed_before_wait(shell, background) -> set:
         signals = [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")] + \
                   [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")]
         if kill.node is None or not _top_level(kill.node) or \
-                any(sig.upper().removeprefix("SIG") not in _ENDING_SIGNALS for sig in signals):
+                any(signal_name(sig) not in _ENDING_SIGNALS for sig in signals):
             continue
         for arg in kill.args:
             for name in _EXPANDED.findall(arg.raw):

@@ -40,8 +40,9 @@ import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
-                                  backgrounded, bad_batch, exclusive_nodes, in_function, interactive_server,
-                                  payload_text, requested_gpus_per_node, shell_payload, srun_option, statement_of)
+                                  backgrounded, bad_batch, command_string, exclusive_nodes, in_function,
+                                  interactive_server, payload_text, requested_gpus_per_node, shell_payload,
+                                  srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, refused_task_count, step_program
 from validator.sbatch import TEMPLATE
 
@@ -575,10 +576,9 @@ def _independent(shell, command) -> bool:
             return True  # python -m mlperf_common.mountcheck on each node
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
-    rest = command.args[command.args.index(program) + 1:]
-    if len(rest) < 2 or rest[0].value != "-c":
+    payload = command_string(command.args[command.args.index(program) + 1:])[0]
+    if payload is None:
         return False
-    payload = rest[1]
     inner = _payload(shell, command, program, name)
     if inner is not None:
         names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]

@@ -25,7 +25,8 @@ Holds for: 22.05-26.05 (the B: flag and its text are the same in both).
 """
 import re
 
-from validator.rules.base import backgrounded, enclosing, in_function, is_batch_script, job_work
+from validator.rules.base import (backgrounded, enclosing, function_definitions, in_function, is_batch_script, job_work,
+                                  signal_name)
 from validator.shell import parse_shell
 
 ID = "launch-trap-deferred"
@@ -41,16 +42,8 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=01:00:00\n#SBATCH --signal=B:U
 
 # get_signal_opts(): an optional R, B, R (any case), an optional ':', the signal, an optional @time
 _SIGNAL = re.compile(r"(?i)(r?)(b?)(r?):?([A-Za-z0-9+]+)(?:@.*)?")
-# Signal numbers as Linux numbers them (signal(7), x86 and arm64), for `trap h 10` and `--signal=B:10`
-_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "6": "ABRT", "10": "USR1", "12": "USR2", "14": "ALRM", "15": "TERM",
-            "18": "CONT", "23": "URG", "24": "XCPU"}
 # A handler that only prints loses nothing by running late
 _PRINT_ONLY = {"echo", "printf", ":", "true", "date", "logger"}
-
-
-def _signal_name(word: str) -> str:
-    word = word.upper().removeprefix("SIG")
-    return _NUMBERS.get(word, word)
 
 
 def _batch_signal(parsed):
@@ -62,7 +55,7 @@ def _batch_signal(parsed):
         match = _SIGNAL.fullmatch((option.value or "").strip())
         if match:
             batch |= bool(match.group(2))
-            last = (_signal_name(match.group(4)), option)
+            last = (signal_name(match.group(4)), option)
     return last if batch else None
 
 
@@ -78,8 +71,8 @@ def _handler(command, signal: str):
     if not words or words[0] in ("-p", "-l"):
         return None
     if len(words) == 1:  # `trap USR1`: resets USR1 (bash(1), trap)
-        return "" if _signal_name(words[0]) == signal else None
-    if signal not in {_signal_name(w) for w in words[1:]}:
+        return "" if signal_name(words[0]) == signal else None
+    if signal not in {signal_name(w) for w in words[1:]}:
         return None
     action = words[0].strip("'\"")
     return "" if action == "-" else action
@@ -87,11 +80,7 @@ def _handler(command, signal: str):
 
 def _prints_only(shell, action: str) -> bool:
     """The handler runs only printing commands, also through the script's own functions it calls."""
-    bodies = {}
-    for node in _functions(shell):
-        name = node.child_by_field_name("name")
-        if name is not None:
-            bodies[name.text.decode("utf-8", "replace")] = node
+    bodies = dict(function_definitions(shell))
     names = []
     for command in parse_shell(action).commands:
         if command.name in bodies:
@@ -99,15 +88,6 @@ def _prints_only(shell, action: str) -> bool:
         else:
             names.append(command.name)
     return bool(names) and all(name in _PRINT_ONLY for name in names)
-
-
-def _functions(shell):
-    stack = [shell.root] if shell.root is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            yield node
-        stack.extend(node.children)
 
 
 def _work(command) -> bool:

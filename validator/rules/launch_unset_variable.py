@@ -28,7 +28,7 @@ import difflib
 import re
 from functools import lru_cache
 
-from validator.rules.base import CODE_PRINTERS, is_submitter, set_names, sourced
+from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, is_submitter, set_names, sourced
 from validator.sbatch import DATA
 
 ID = "launch-unset-variable"
@@ -132,22 +132,6 @@ def _one_edit(a: str, b: str) -> bool:
 _HET_GROUP = re.compile(r"_HET_GROUP_[0-9]{1,4}$")
 
 
-# Variables bash sets itself in every shell (bash(1), "Shell Variables": "The following variables are
-# set by the shell"; IFS, PS4 and the like get their defaults there too) and those every job's
-# environment has (HOME, PATH, USER, ...: sbatch's default --export=ALL carries them from the
-# submission, and with --export=NONE "Slurm will then implicitly attempt to load the user's
-# environment", sbatch.1 at slurm-26-05-3-1): never a typo of a name the script sets
-# (`oIFS="$IFS"` saves it to restore it).
-_SHELL_SETS = frozenset({
-    "BASH", "BASHOPTS", "BASHPID", "BASH_ALIASES", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_CMDS",
-    "BASH_COMMAND", "BASH_EXECUTION_STRING", "BASH_LINENO", "BASH_LOADABLES_PATH", "BASH_REMATCH",
-    "BASH_SOURCE", "BASH_SUBSHELL", "BASH_VERSINFO", "BASH_VERSION", "COMP_CWORD", "DIRSTACK", "EPOCHREALTIME",
-    "EPOCHSECONDS", "EUID", "FUNCNAME", "GROUPS", "HISTCMD", "HOSTNAME", "HOSTTYPE", "LINENO", "MACHTYPE",
-    "OLDPWD", "OPTARG", "OPTIND", "OSTYPE", "PIPESTATUS", "PPID", "PWD", "RANDOM", "READLINE_LINE", "REPLY",
-    "SECONDS", "SHELLOPTS", "SHLVL", "SRANDOM", "UID", "IFS", "PS1", "PS2", "PS4", "HOME", "PATH", "USER",
-    "LOGNAME", "SHELL", "TMPDIR", "LANG", "TERM"})
-
-
 # `NAME=...` at the start of a line, read from the text: a line the parser could not take whole (a
 # template token in a subscript, `env_id=${env_ids[$SLURM_ARRAY_TASK_ID / {{len_seeds}}]}`, round
 # fifty-seven) still sets NAME when the file is rendered and run.
@@ -188,7 +172,7 @@ def check(target):
     submitter = is_submitter(target.script)
     for expansion in shell.expansions:
         name = expansion.name
-        if name in set_here or name in reported or name in _SHELL_SETS or not name.isidentifier():
+        if name in set_here or name in reported or name in SHELL_VARIABLES or not name.isidentifier():
             continue
         text = expansion.node.text.decode("utf-8", "replace")
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled

@@ -43,7 +43,7 @@ Holds for: 22.05-26.05.
 import difflib
 import re
 
-from validator.rules.base import set_names
+from validator.rules.base import SHELL_VARIABLES, set_names
 from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, mail_events, placeholder
 
 ID = "sbatch-bad-value"
@@ -121,9 +121,9 @@ def _named_in_file_name(token: str, file_name: str) -> bool:
     return re.search(r"(?<![A-Za-z0-9])" + re.escape(token) + r"(?![A-Za-z0-9])", file_name) is not None
 
 
-# Variables every job has, or a site gives every user: `--output=$HOME/logs/%j.out` in a template still
-# expects sbatch to expand it (the tool's string.Template leaves names it has no value for alone).
-_ENVIRONMENT = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "SCRATCH", "WORK", "PROJECT", "HOSTNAME"})
+# Variables every job has (base.SHELL_VARIABLES), or a site gives every user: `--output=$HOME/logs/%j.out` in
+# a template still expects sbatch to expand it (the tool's string.Template leaves names it has no value for alone).
+_ENVIRONMENT = SHELL_VARIABLES | {"SCRATCH", "WORK", "PROJECT"}
 # Names a batch system sets in the job: Slurm's, and PBS's (`$PBS_O_WORKDIR`, a habit from PBS)
 _BATCH_SYSTEM = re.compile(r"^(SLURM|SBATCH|PBS)_")
 
