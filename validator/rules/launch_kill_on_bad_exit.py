@@ -265,6 +265,9 @@ _BOUNDED = {"timeout", "ipengine", "dask-worker"}
 # some task. In that case the server will automatically reschedule that task to a different worker"
 # (docs/jobs/failure.md, It4innovations/hyperqueue at 09effb01; round two hundred and sixty-five).
 _FARM_SUBCOMMANDS = {"hq": "worker"}
+# hq's global options that take a value (CommonOpts in crates/hyperqueue/src/common/cli.rs at c8161e9d:
+# --server-dir, --colors, --output-mode; --debug is a flag): `hq --server-dir "$DIR" worker start`
+_FARM_GLOBAL_VALUES = {"hq": {"--server-dir", "--colors", "--output-mode"}}
 # Container runtimes: per node when they import or pull, coupled when they run a coupled program.
 _RUNTIMES = {"enroot", "docker", "podman", "podman-hpc", "apptainer", "singularity", "shifter"}
 _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "list", "images", "rm", "rmi", "version",
@@ -542,6 +545,11 @@ def _farm_worker(command, program, name: str) -> bool:
     if name not in _FARM_SUBCOMMANDS or program is None:
         return False
     rest = command.args[command.args.index(program) + 1:]
+    # hq's global options may come before the subcommand (`hq --server-dir=DIR worker start`)
+    while rest and rest[0].value.startswith("-"):
+        option = rest.pop(0).value
+        if option in _FARM_GLOBAL_VALUES.get(name, ()) and rest:
+            rest.pop(0)  # `--server-dir DIR`: the value is the next word
     return bool(rest) and rest[0].value == _FARM_SUBCOMMANDS[name]
 
 
