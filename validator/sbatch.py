@@ -324,7 +324,11 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        r"|XXX[a-z][a-z0-9_]{0,30}XXX"
                        # a benchmark driver's @@nodes@@, @@time@@: its Python replaces f"@@{k}@@" with each
                        # run's value before it writes the job file (round one hundred and twelve)
-                       r"|@@[A-Za-z_][A-Za-z0-9_]{0,63}@@|" + BRACKET_TOKEN.pattern
+                       r"|@@[A-Za-z_][A-Za-z0-9_]{0,63}@@"
+                       # Python's printf-style mapping key, %(job_id)s: a generator's `template % {...}` fills it
+                       # (round two hundred and sixty-eight: BlueBrain's slurm_templates.py); no sbatch filename
+                       # pattern holds '(' (sbatch.1, filename pattern), and bash refuses it as a word
+                       r"|%\([A-Za-z_][A-Za-z0-9_]{0,62}\)[sdirfx]|" + BRACKET_TOKEN.pattern
                        # a form composer's lower-case field in brackets, the whole value of an option
                        # sbatch reads as a count, size, time or name of the cluster's, or a line of its
                        # own (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its
