@@ -10,7 +10,8 @@ stop the job and is not reported. A template engine's placeholders only ({{ x }}
 a tool renders the file before sbatch and nobody submits it as it is: not reported (the rendered
 script is the one to validate). So are bare capitalised tokens (or %NAME marks) where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
-(`--cpus-per-task=XX` in time_XX.sh): a generator's sed fills them in. So are
+(`--cpus-per-task=XX` in time_XX.sh) or in a file whose name says it is a template (`--ntasks=NPROCS` in
+job_template.ksh): a generator's sed fills them in. So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
 (Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
@@ -128,13 +129,23 @@ _ENVIRONMENT = SHELL_VARIABLES | {"SCRATCH", "WORK", "PROJECT"}
 _BATCH_SYSTEM = re.compile(r"^(SLURM|SBATCH|PBS)_")
 
 
+def _bare_token_lines(parsed) -> set:
+    """The directive lines whose count, size or time value is a bare capitalised token (`--nodes=NODES`,
+    `--time=WTIME`, `--cpus-per-task=%NCPUs`)."""
+    return {option.line for option in parsed.options
+            if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
+            and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
+
+
 def _named_template_lines(parsed, set_here: set) -> set:
     """In a file that says it is a template (model.Script.named_template), the directive lines whose
     variables are all the tool's fields: named (string.Template's $NAME, never a positional $1), set
     nowhere in the script (base.set_names: assignments, for, read), no batch system's and none of the
     environment's. Round two hundred and fifty: srunit renders `-J $JOB_NAME`, `--gres=gpu:$GPU_NUM` of
     its template.sbatch with string.Template before sbatch; qchain.py replaces `--array $JOB_START-$JOB_END`."""
-    lines = set()
+    # a bare capitalised token where a count, size or time belongs (`--ntasks=NPROCS`): one is enough here
+    # (round two hundred and sixty-seven: atlaSlice's job_<machine>_template.ksh, whose launchers sed NPROCS)
+    lines = _bare_token_lines(parsed)
     for option in parsed.options:
         names = [a or b for a, b in _TOKEN.findall(option.value or "")]
         if names and "${" not in _TOKEN.sub("", option.value) and not any(
@@ -149,9 +160,7 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     size or time values that are bare capitalised tokens, or that hold two or more different
     generator tokens (then every directive line with a variable). A name the script assigns itself or
     one of Slurm's output variables (SLURM_*) is no token: the author expected sbatch to expand it."""
-    bare = {option.line for option in parsed.options
-            if option.name in TYPES and option.value and _BARE_TOKEN.fullmatch(option.value)
-            and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
+    bare = _bare_token_lines(parsed)
     typed = [(option.line, option.col, name) for option in parsed.options if option.name in TYPES and option.value
              and "${" not in _TOKEN.sub("", option.value)  # every ${...} of the value is a plain token
              for name in (a or b for a, b in _TOKEN.findall(option.value))]
