@@ -205,6 +205,24 @@ def test_another_languages_source_without_shebang_is_said_not_checked(tmp_path):
     assert result.returncode == 1 and "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
 
 
+def test_a_program_of_another_language_that_writes_a_job_is_said_not_checked(tmp_path):
+    """A Perl or Python program whose #SBATCH lines follow a later '#!' line of a shell (a here-document or a
+    string it writes to a job file) is a generator, never submitted: one line on stderr, no findings (round
+    two hundred and seventy-five: 9 directives 'after the first command' of a Perl generator). Its own
+    #SBATCH lines above such a line are still its own, and checked."""
+    generator = tmp_path / "mkslurm.pl"
+    generator.write_text('#!/usr/bin/perl\nmy $base = "/scratch";\n$slurm = <<__EOF;\n#!/bin/bash\n\n'
+                         '#SBATCH -N 1\n#SBATCH -t 04:00:00\ncd $base\n__EOF\nprint $slurm;\n')
+    result = run_validator(str(generator))
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
+    assert "mkslurm.pl: not checked: its '#!' line runs perl, and its #SBATCH lines follow a later '#!' line" \
+        in result.stderr
+    job = tmp_path / "job.py"
+    job.write_text('#!/usr/bin/env python3\n#SBATCH --nodes=2\nimport os\nTEXT = """#!/bin/bash\n#SBATCH -N 1\n"""\n')
+    result = run_validator(str(job))
+    assert result.returncode == 1 and "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+
+
 def test_a_makefile_that_pipes_jobs_into_sbatch_is_said_not_checked(tmp_path):
     """A Makefile whose recipes print whole job scripts into sbatch (each with its '#!' and #SBATCH header)
     is make's syntax, never a job: one line on stderr, no findings (round thirty-nine: 73 findings on one)."""

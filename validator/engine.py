@@ -212,6 +212,11 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
                 print(f"validator: {script.display}: not checked: {kind_of} without '#!' is source of another "
                       "language (its #SBATCH lines are an example, or jobs it writes)", file=sys.stderr)
                 continue
+            if script is not None and script.writes_shell_job:
+                # said, not a finding: as above, the #SBATCH lines are those of a job the program writes
+                print(f"validator: {script.display}: not checked: its '#!' line runs {script.interpreter}, and its "
+                      "#SBATCH lines follow a later '#!' line of a shell: a job script that it writes", file=sys.stderr)
+                continue
             if script is not None and not script.shell_language:
                 print(f"validator: {script.display}: its '#!' line runs {script.interpreter}, not a shell: "
                       "only its #SBATCH lines were checked", file=sys.stderr)

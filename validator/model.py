@@ -277,6 +277,19 @@ class Script:
     def interpreter_flags(self) -> set[str]:
         return interpreter_flags(self.shebang)
 
+    @cached_property
+    def writes_shell_job(self) -> bool:
+        """A program of another language (its '#!' runs perl, python, ruby) whose #SBATCH lines all come after a
+        later '#!' line that runs a shell: the text of a job script it writes (a Perl here-document, a Python
+        string), not directives of its own; nobody submits the generator (round two hundred and seventy-five:
+        somoaf-pipeline's mkslurm.pl writes somoaf_NNN.slurm from `$slurm = <<__EOF`)."""
+        if self.interpreter is None or self.shell_language:
+            return False
+        lines = (self.source.text or "").split("\n")
+        first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), None)
+        return first is not None and any(
+            interpreter(line) in POSIX_SHELLS | OTHER_SHELLS for line in lines[1:first] if _LATER_SHEBANG.match(line))
+
     @property
     def shell_language(self) -> bool:
         """Whether the script is written in a shell (no '#!' line: sbatch refuses it, read as bash);
