@@ -104,8 +104,9 @@ def _engine_only(parsed, line: int) -> bool:
 # of `-n $1`, `--mem=$2G`, true: this change loses it).
 # A writer's %NAME mark counts the same (round two hundred and one: a MATLAB sweeper's job template,
 # `--cpus-per-task=%NCPUs`, `--mem-per-cpu=%MEMpCPU`, filled with strrep): '%' is no part of a count,
-# size or time.
-_BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]|%[A-Za-z][A-Za-z0-9_]{2,31}")
+# size or time. So is a writer's %name% (round two hundred and seventy-seven: `--ntasks-per-node=%cpus%`,
+# `--time=%wall_time%`, filled by a Python build_jobs.py with re.sub over %(.*?)%).
+_BARE_TOKEN = re.compile(r"[A-Z][A-Z_]{1,30}[A-Z0-9_]|%[A-Za-z][A-Za-z0-9_]{2,31}%?")
 
 
 # A shell variable in a value: $name, ${name}, $1, ${10} (what sbatch would keep as text).
