@@ -260,7 +260,10 @@ _NODE_CHECK_SCRIPT = re.compile(r"(?i)(^|[-_])(dcgmproftester\d*|dcgmi|dcgm[-_]?
 # and the step's tasks are its head and workers, not ranks of one collective.
 # Workers of a task farm (IPython parallel engines, Dask workers) each take work from a controller:
 # a dead one blocks nobody, the controller hands its work to the others.
-_BOUNDED = {"timeout", "ipengine", "dask-worker"}
+# pyABC's Redis workers the same: each pulls evaluations from the Redis server until the population is full
+# ("Dynamic Scheduling" of RedisEvalParallelSampler, doc/sampler.rst of ICB-DCM/pyABC at 0.11.6; round two
+# hundred and seventy-five).
+_BOUNDED = {"timeout", "ipengine", "dask-worker", "abc-redis-worker"}
 # HyperQueue's workers (`hq worker start`) the same: "Sometimes a worker might crash while it is executing
 # some task. In that case the server will automatically reschedule that task to a different worker"
 # (docs/jobs/failure.md, It4innovations/hyperqueue at 09effb01; round two hundred and sixty-five).
