@@ -2,7 +2,8 @@
 
 Premise: slurmd runs a copy of the batch script from its spool folder, <spool>/job<id>/slurm_script
 (src/slurmd/slurmd/slurmd.c, src/slurmd/slurmstepd/mgr.c at slurm-22-05-0-1 and slurm-26-05-1-1): $0
-is that copy. Holds for: 22.05-26.05.
+is that copy. Holds for: 22.05-26.05. BASH_SOURCE only in shells that set it (not ksh, mksh, zsh: there it
+is empty, and its folder is '.', the job's working directory).
 Not reported where the script already copes with that: the value is taken in the else branch of an
 `if` that tests SLURM_JOB_ID, SLURM_JOBID or SLURM_SUBMIT_DIR (used only outside Slurm), in the
 then branch of an `if` that tests SLURM_JOB_ID for empty (`if [ -z $SLURM_JOB_ID ]; then sbatch "$0"`), or in an
@@ -292,12 +293,20 @@ def _command_fallback(shell, targets: set) -> set:
     return {name for name in targets if any(_SUBMITTED_PATH.search(a.raw) for a in shell.assigned(name))}
 
 
+# Shells that never set BASH_SOURCE (bash's own variable, bash(1) "Shell Variables"): under `#!/bin/ksh`
+# `$(dirname "${BASH_SOURCE[0]}")` is dirname of '' = '.', the job's working directory, not the spool folder
+# (ksh 93u+m and zsh 5.9 here: '[] [.]'; round two hundred and seventy-six: NEMO's job.ksh). Not sh, which is
+# bash on many systems; not dash, which refuses the array subscript ("Bad substitution"): another defect.
+_WITHOUT_BASH_SOURCE = {"ksh", "ksh93", "mksh", "zsh"}
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
         return
     expansions = script.shell.expansions
-    paths = [e for e in expansions if e.name in ("0", "BASH_SOURCE") and not _printed(e)]
+    names = ("0",) if script.interpreter in _WITHOUT_BASH_SOURCE else ("0", "BASH_SOURCE")
+    paths = [e for e in expansions if e.name in names and not _printed(e)]
     if paths and not target.strict:
         paths = _folder_uses(expansions, paths)
     if not paths:
