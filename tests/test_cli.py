@@ -221,6 +221,11 @@ def test_a_program_of_another_language_that_writes_a_job_is_said_not_checked(tmp
     job.write_text('#!/usr/bin/env python3\n#SBATCH --nodes=2\nimport os\nTEXT = """#!/bin/bash\n#SBATCH -N 1\n"""\n')
     result = run_validator(str(job))
     assert result.returncode == 1 and "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    # only comments above the later '#!': sbatch reads these #SBATCH lines as the file's own
+    commented = tmp_path / "commented.py"
+    commented.write_text('#!/usr/bin/env python3\n# a job\n#!/bin/bash\n#SBATCH --ntasks=four\nimport os\n')
+    result = run_validator(str(commented))
+    assert result.returncode == 1 and "[sbatch-bad-value]" in result.stdout, result.stdout + result.stderr
 
 
 def test_a_makefile_that_pipes_jobs_into_sbatch_is_said_not_checked(tmp_path):

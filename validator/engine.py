@@ -300,11 +300,7 @@ def _above_embedded_script(finding: Finding, script) -> bool:
 # A template engine's placeholder in the body (`osu-{{ osu_version }}/osu_latency`, a tool's
 # `[_PY_ADD_SLURM_CMD_]` line): a tool renders the line before bash sees it; shellcheck's reading of
 # the braces or brackets is about the unrendered text.
-# Python's printf-style `%(job_id)s`: outside quotes bash stops at its '(' (a syntax error), and no printf
-# of bash takes it (its only `%(...)` is the time format, `%(datefmt)T`): a generator's unrendered text, never
-# the job's code (round two hundred and sixty-eight: BlueBrain's templates filled with `template % {...}`).
-_BODY_PLACEHOLDER = re.compile(r"\{\{\s*[A-Za-z_][^{}\n]{0,200}\}\}|\{%[^\n]{0,200}?%\}|" + sbatch.BRACKET_TOKEN.pattern
-                               + r"|%\([A-Za-z_][A-Za-z0-9_]{0,62}\)[sdirfx]")
+_BODY_PLACEHOLDER = re.compile(r"\{\{\s*[A-Za-z_][^{}\n]{0,200}\}\}|\{%[^\n]{0,200}?%\}|" + sbatch.BRACKET_TOKEN.pattern)
 
 
 def _placeholder_line(finding: Finding, script) -> bool:

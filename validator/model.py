@@ -236,6 +236,11 @@ class Script:
         return any(_TEMPLATE_WORD.search(part) for part in (path.name, path.parent.name))
 
     @property
+    def template_in_file_name(self) -> bool:
+        """The file's own name says it is a template (`job_adastra_template.ksh`), not only its folder's."""
+        return _TEMPLATE_WORD.search(Path(self.source.path).name) is not None
+
+    @property
     def in_rendered_folder(self) -> bool:
         """The file lies under a folder whose name is a template token (`{{cookiecutter.project_slug}}/`):
         a project generator (cookiecutter, copier) renders every file there, and its hooks may rewrite
@@ -279,16 +284,22 @@ class Script:
 
     @cached_property
     def writes_shell_job(self) -> bool:
-        """A program of another language (its '#!' runs perl, python, ruby) whose #SBATCH lines all come after a
-        later '#!' line that runs a shell: the text of a job script it writes (a Perl here-document, a Python
-        string), not directives of its own; nobody submits the generator (round two hundred and seventy-five:
+        """A program of another language (its '#!' runs no shell: perl, python, Rscript) whose #SBATCH lines all
+        come after its own code and a later '#!' line that runs a shell: the text of a job script it writes (a Perl
+        here-document, a Python string), not directives of its own; nobody submits the generator (round two hundred and seventy-five:
         somoaf-pipeline's mkslurm.pl writes somoaf_NNN.slurm from `$slurm = <<__EOF`)."""
         if self.interpreter is None or self.shell_language:
             return False
         lines = (self.source.text or "").split("\n")
         first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), None)
-        return first is not None and any(
-            interpreter(line) in POSIX_SHELLS | OTHER_SHELLS for line in lines[1:first] if _LATER_SHEBANG.match(line))
+        if first is None:
+            return False
+        above = lines[1:first]
+        # a line of the program's code above them: sbatch, which reads directives only until the first line that
+        # is neither blank nor a comment, would not read them as this file's (a '#!' line is a comment to it)
+        code = any(line.strip() and not line.lstrip().startswith("#") for line in above)
+        return code and any(interpreter(line) in POSIX_SHELLS | OTHER_SHELLS for line in above
+                            if _LATER_SHEBANG.match(line))
 
     @property
     def shell_language(self) -> bool:

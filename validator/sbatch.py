@@ -311,7 +311,15 @@ BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
 # atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@, Python's str.format and
 # f-strings ({n_gpus}, {n_gpus*100_000}: a program's lower-case names; not ${VAR}, a shell variable
 # sbatch never expands, nor {LIMIT_TIME}, which reads as a value for a person to fill in).
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@"
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Za-z_][A-Za-z0-9_]{0,63}@"
+                       # a setup script's sed token, `--time=@RUN_T`, `#SBATCH @SYSTEM` (round two hundred and
+                       # eighty-four: GEOSgcm_App's gcm_setup runs `sed s?@RUN_T?$RUN_T?g` over its .j jobs); not a
+                       # mail address's `user@HOST` (a word character before the '@')
+                       r"|(?<![\w.@])@[A-Z][A-Z0-9_]{1,62}(?![\w@])"
+                       # Python's str.format with a program's CamelCase keys, `{TimeLimitHours}`, `{NNodes}`
+                       # (round two hundred and eighty-four: SkyFactory's self.jobtemp.format(**pars)); an
+                       # all-capitals `{LIMIT_TIME}` stays a person's placeholder (below)
+                       r"|(?<![{$])\{[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*\}(?!\})"
                        r"|(?<![{$])\{[a-z_(][^{}\n]{0,120}\}(?!\})"
                        # tokens a tool's sed or a test harness replaces: __NODES__, _NTASKS_ (round forty-seven:
                        # NERSC's podman benchmarks, filled by their submit.sh's sed), $N_NODES$ (round fifty-eight:
@@ -325,10 +333,11 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # a benchmark driver's @@nodes@@, @@time@@: its Python replaces f"@@{k}@@" with each
                        # run's value before it writes the job file (round one hundred and twelve)
                        r"|@@[A-Za-z_][A-Za-z0-9_]{0,63}@@"
-                       # Python's printf-style mapping key, %(job_id)s: a generator's `template % {...}` fills it
-                       # (round two hundred and sixty-eight: BlueBrain's slurm_templates.py); no sbatch filename
-                       # pattern holds '(' (sbatch.1, filename pattern), and bash refuses it as a word
-                       r"|%\([A-Za-z_][A-Za-z0-9_]{0,62}\)[sdirfx]|" + BRACKET_TOKEN.pattern
+                       # Python's printf-style mapping key in a directive, %(job_id)s, %(id)04d: a generator's
+                       # `template % {...}` fills it (round two hundred and sixty-eight: BlueBrain's
+                       # slurm_templates.py); no sbatch filename pattern holds '(' (sbatch.1, filename pattern).
+                       # Like every token here, one in a directive makes the whole file a template.
+                       r"|%\([A-Za-z_][A-Za-z0-9_]{0,62}\)[#0 +-]*[0-9]*(?:\.[0-9]+)?[diouxXeEfFgGcrsa]|" + BRACKET_TOKEN.pattern
                        # a form composer's lower-case field in brackets, the whole value of an option
                        # sbatch reads as a count, size, time or name of the cluster's, or a line of its
                        # own (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its
@@ -404,6 +413,11 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
                 script.directives.append(directive)
             continue
         stripped = line.strip()
+        if not stopped and _TEMPLATE.fullmatch(stripped):
+            # a line that is one template token, among the directives (`@batch_extra@`: round two hundred and
+            # eighty-four, toast's generate.py writes extra #SBATCH lines there): the tool's, not a command
+            script.engine_lines.append(number)
+            continue
         if engine_open or stripped.startswith(("{%", "{#")):  # Jinja's own lines, also over several lines
             script.engine_lines.append(number)
             opened = engine_open or stripped[1]

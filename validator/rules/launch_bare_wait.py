@@ -6,10 +6,10 @@ for work the batch shell itself starts in the background (`python run.py cfg1 & 
 wait`: a sweep whose failed runs end COMPLETED; 10 of 10 such findings on read corpora judged true),
 but for an interactive server (Jupyter, TensorBoard) meant to run until its user is done. A step that
 only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE; a program asked
-only for its `--version`) loses no
-status worth keeping: such steps alone do not make a bare wait a finding; nor does a step whose shell's
-`-c` text ends with one of them and cannot end sooner with another status (`bash -c "sleep 2; echo done"`,
-no exit, exec, trap or errexit: a shell's status is its last command's, bash(1)). A bare wait with no
+only for its `--version`) loses no status worth keeping: such steps alone do not make a bare wait a
+finding; nor does a step whose shell's `-c` text ends with one of them and cannot end sooner with another
+status (`bash -c "sleep 2; echo done"`, no exit, exec, trap or errexit: a shell's status is its last
+command's, bash(1)). A bare wait with no
 background work started since the batch shell's previous bare wait has nothing to lose (round
 ninety-five: a second `wait` after the first collected every step; a `wait` before the functions that
 start the steps are called); in a loop, work started later in the body counts. A previous wait
@@ -59,7 +59,7 @@ def _nothing_to_lose(command, shell) -> bool:
     program = step_program(command)
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _NOTHING_TO_LOSE or program is not None and _version_query(
-            [word.raw for word in command.args[command.args.index(program) + 1:]]):
+            [word.value for word in command.args[command.args.index(program) + 1:]]):
         return True
     found = shell_payload(shell, command, program, name)
     return found is not None and not found.errexit and _ends_with_nothing_to_lose(found.parsed)
@@ -86,7 +86,7 @@ def _ends_with_nothing_to_lose(payload) -> bool:
     if last is None or last.type != "command":
         return False
     name = last.child_by_field_name("name")
-    arguments = [node.text.decode("utf-8", "replace") for node in last.children_by_field_name("argument")]
+    arguments = [node.text.decode("utf-8", "replace").strip("'\"") for node in last.children_by_field_name("argument")]
     if name is None or name.text.decode("utf-8", "replace") not in _NOTHING_TO_LOSE and not _version_query(arguments):
         return False
     if payload.named(*_MAY_END_SOONER) or any(not re.fullmatch(r"[\w./+-]+", c.name) for c in payload.commands):

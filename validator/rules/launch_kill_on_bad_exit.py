@@ -144,6 +144,14 @@ def _templated_program(command) -> bool:
     return TEMPLATE.match(program.raw) is not None or TEMPLATE.match(text) is not None and text.startswith("{{")
 
 
+def _templated_count(shell, command) -> bool:
+    """`srun -n {NTasks} ...`: the step's task count is a template token that a tool fills in before sbatch
+    (round two hundred and eighty-four: SkyFactory's str.format job templates): as with a templated program,
+    whether the rendered step has one task or many is the rendered file's to say."""
+    count = srun_option(shell, command, "--ntasks", "-n")
+    return count is not None and TEMPLATE.fullmatch(count.raw.strip("\"'")) is not None
+
+
 def _step_component(shell, parsed, command):
     """The directives a step's task count comes from: the heterogeneous job's component that
     `srun --het-group=N` (or its old name --pack-group, slurm_opt_pack_group in src/common/slurm_opt.c at
@@ -544,12 +552,13 @@ def _standalone_torchrun(command, program, name) -> bool:
 
 def _farm_worker(command, program, name: str) -> bool:
     """`srun ... hq worker start` (any `hq worker` subcommand: start, stop and list leave nothing waiting either):
-    a task farm's worker, by its program and subcommand (_FARM_SUBCOMMANDS)."""
+    a task farm's worker, by its program and subcommand (_FARM_SUBCOMMANDS), after the program's global options
+    (_FARM_GLOBAL_VALUES: `hq --server-dir DIR worker start`)."""
     if name not in _FARM_SUBCOMMANDS or program is None:
         return False
     rest = command.args[command.args.index(program) + 1:]
     # hq's global options may come before the subcommand (`hq --server-dir=DIR worker start`)
-    while rest and rest[0].value.startswith("-"):
+    while rest and (rest[0].value or "").startswith("-"):  # an expansion's word has no value: not an option
         option = rest.pop(0).value
         if option in _FARM_GLOBAL_VALUES.get(name, ()) and rest:
             rest.pop(0)  # `--server-dir DIR`: the value is the next word
@@ -762,7 +771,8 @@ def check(target):
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \
-                or _templated_program(command) or _cut_by_comment(shell, command, lines) or _independent(shell, command) \
+                or _templated_program(command) or _templated_count(shell, own) or _cut_by_comment(shell, command, lines) \
+                or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)):
             continue

@@ -138,15 +138,17 @@ def _bare_token_lines(parsed) -> set:
             and not TYPES[option.name][0].fullmatch(option.value)}  # UNLIMITED is a time, not a token
 
 
-def _named_template_lines(parsed, set_here: set) -> set:
+def _named_template_lines(parsed, set_here: set, named_in_file: bool) -> set:
     """In a file that says it is a template (model.Script.named_template), the directive lines whose
-    variables are all the tool's fields: named (string.Template's $NAME, never a positional $1), set
+    value is a bare capitalised token (where the file's own name says so), or whose variables are all the
+    tool's fields: named (string.Template's $NAME, never a positional $1), set
     nowhere in the script (base.set_names: assignments, for, read), no batch system's and none of the
     environment's. Round two hundred and fifty: srunit renders `-J $JOB_NAME`, `--gres=gpu:$GPU_NUM` of
     its template.sbatch with string.Template before sbatch; qchain.py replaces `--array $JOB_START-$JOB_END`."""
-    # a bare capitalised token where a count, size or time belongs (`--ntasks=NPROCS`): one is enough here
-    # (round two hundred and sixty-seven: atlaSlice's job_<machine>_template.ksh, whose launchers sed NPROCS)
-    lines = _bare_token_lines(parsed)
+    # a bare capitalised token where a count, size or time belongs (`--ntasks=NPROCS`): one is enough where the
+    # file's own name says template (round two hundred and sixty-seven: atlaSlice's job_<machine>_template.ksh,
+    # whose launchers sed NPROCS); under a templates/ folder it may be a person's field (`--ntasks=NTASKS`)
+    lines = _bare_token_lines(parsed) if named_in_file else set()
     for option in parsed.options:
         names = [a or b for a, b in _TOKEN.findall(option.value or "")]
         if names and "${" not in _TOKEN.sub("", option.value) and not any(
@@ -182,7 +184,7 @@ def check(target):
     assigned = {a.name for a in script.shell.assignments}
     tokens = _generator_lines(parsed, assigned, script.display.replace("\\", "/").rsplit("/", 1)[-1])
     if script.named_template:
-        tokens |= _named_template_lines(parsed, set_names(script.shell))
+        tokens |= _named_template_lines(parsed, set_names(script.shell), script.template_in_file_name)
     blocking = template_placeholder_lines(parsed)
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
