@@ -311,15 +311,7 @@ BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
 # atparse's @[NODES] (NOAA's ufs-weather-model), autoconf/CMake's @NODES@, Python's str.format and
 # f-strings ({n_gpus}, {n_gpus*100_000}: a program's lower-case names; not ${VAR}, a shell variable
 # sbatch never expands, nor {LIMIT_TIME}, which reads as a value for a person to fill in).
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Za-z_][A-Za-z0-9_]{0,63}@"
-                       # a setup script's sed token, `--time=@RUN_T`, `#SBATCH @SYSTEM` (round two hundred and
-                       # eighty-four: GEOSgcm_App's gcm_setup runs `sed s?@RUN_T?$RUN_T?g` over its .j jobs); not a
-                       # mail address's `user@HOST` (a word character before the '@')
-                       r"|(?<![\w.@])@[A-Z][A-Z0-9_]{1,62}(?![\w@])"
-                       # Python's str.format with a program's CamelCase keys, `{TimeLimitHours}`, `{NNodes}`
-                       # (round two hundred and eighty-four: SkyFactory's self.jobtemp.format(**pars)); an
-                       # all-capitals `{LIMIT_TIME}` stays a person's placeholder (below)
-                       r"|(?<![{$])\{[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*\}(?!\})"
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,63}@"
                        r"|(?<![{$])\{[a-z_(][^{}\n]{0,120}\}(?!\})"
                        # tokens a tool's sed or a test harness replaces: __NODES__, _NTASKS_ (round forty-seven:
                        # NERSC's podman benchmarks, filled by their submit.sh's sed), $N_NODES$ (round fifty-eight:
@@ -346,6 +338,29 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Za-z_][A-Za-z0-
                        + r"|(?:(?<=#SBATCH )|--(?!job-name|comment|constraint|mail-user|output|error|chdir|wckey)"
                          r"[a-z][a-z-]{1,30}[= ])\[[a-z][a-z0-9_]{0,62}\](?=\s|$)")
 TEMPLATE = _TEMPLATE
+# Tokens read only where a value holds nothing else a person writes: in the values of options that are no free
+# text (not --job-name, --comment, --mail-user), never in a directive's trailing comment, or as a whole
+# directive (review of the session's changes: `${USER}@MIT.EDU`, `# cc @ADMIN`, `--comment="{Note}"`, which
+# the whole-line search of _TEMPLATE would take):
+# - a setup script's sed token as the whole value or directive, `--time=@RUN_T`, `#SBATCH @SYSTEM` (round two
+#   hundred and eighty-four: GEOSgcm_App's gcm_setup runs `sed s?@RUN_T?$RUN_T?g` over its .j jobs);
+# - autoconf-like `@nodes@` in lower case (round two hundred and eighty-four: toast's generate.py fills every
+#   @key@ from its config), not inside a word (`alice@lab@`);
+# - Python str.format with a program's CamelCase keys, `{TimeLimitHours}`, `{NNodes}` (round two hundred and
+#   eighty-four: SkyFactory's self.jobtemp.format(**pars)); an all-capitals `{LIMIT_TIME}` stays a person's
+#   placeholder. Bounded, so a long unclosed `{Aaaa...` costs no backtracking.
+VALUE_TOKEN = re.compile(r"(?<![\w.@])@[a-z_][A-Za-z0-9_]{0,62}@"
+                         r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})")
+# the setup script's `@NAME`: only a whole value (`--time=@RUN_T`, not `gpu&@HBM`) or a whole directive
+_WHOLE_TOKEN = re.compile(r"@[A-Z][A-Z0-9_]{1,62}")
+_VALUE_TOKEN_FREE_TEXT = {"job-name", "comment", "mail-user"}
+
+
+def _value_token_lines(script) -> set[int]:
+    """Directive lines holding a VALUE_TOKEN where one may stand (see there)."""
+    lines = {o.line for o in script.options if o.name not in _VALUE_TOKEN_FREE_TEXT and o.value
+             and (VALUE_TOKEN.search(o.value) or _WHOLE_TOKEN.fullmatch(o.value))}
+    return lines | {d.line for d in script.directives if _WHOLE_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `def-YOURPI`, `your-partition`
 # (round thirty-six, seen unreported; `yours` is a word), `*FIXME*`, `CHANGEME`,
@@ -392,6 +407,31 @@ _LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 
 
+def _whole_line_token(stripped: str) -> bool:
+    """A line that is one template token; not a lower-case `{x,y}` or `{x..y}`, which bash expands (a command)."""
+    if not stripped or stripped.startswith("{") and not stripped.startswith("{{"):
+        return bool(stripped) and VALUE_TOKEN.fullmatch(stripped) is not None
+    return _TEMPLATE.fullmatch(stripped) is not None or VALUE_TOKEN.fullmatch(stripped) is not None
+
+
+def _token_lines(lines: list[str]) -> set[int]:
+    """Lines (1-based) that are one template token and have an #SBATCH line after them with only blank, comment
+    or other such lines between: a tool's slot among the directives, not a command (`{echo,start}` with no
+    directive after it is bash's brace expansion, a command). One pass from the end: linear."""
+    found, directive_ahead = set(), False
+    for number in range(len(lines), 0, -1):
+        line = lines[number - 1]
+        stripped = line.strip()
+        if line.startswith(MAGIC):
+            directive_ahead = True
+        elif _whole_line_token(stripped):
+            if directive_ahead:
+                found.add(number)
+        elif stripped and not stripped.startswith("#"):
+            directive_ahead = False
+    return found
+
+
 def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = None,
                  site_options: tuple[str, ...] = ()) -> SbatchScript:
     raw_lines = text.split("\n")
@@ -399,6 +439,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     script.crlf_lines = [i + 1 for i, ln in enumerate(raw_lines) if ln.endswith("\r")]
     stopped = False
     engine_open = None  # inside a {# ... #} or {% ... %} that spans lines: "#" or "%"
+    token_lines = _token_lines(script.lines)
     for number, raw in enumerate(raw_lines, start=1):
         line = raw
         if line.startswith(MAGIC):
@@ -413,8 +454,8 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
                 script.directives.append(directive)
             continue
         stripped = line.strip()
-        if not stopped and _TEMPLATE.fullmatch(stripped):
-            # a line that is one template token, among the directives (`@batch_extra@`: round two hundred and
+        if not stopped and number in token_lines:
+            # a line that is one template token among the directives (`@batch_extra@`: round two hundred and
             # eighty-four, toast's generate.py writes extra #SBATCH lines there): the tool's, not a command
             script.engine_lines.append(number)
             continue
@@ -437,10 +478,12 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
     script.options = resolve_options(script.directives, spank, release, site_options)
     # A template ({{ nodes }}, -A <ACCOUNT>): its directives are not sbatch's yet, and a placeholder with
     # a blank reads as two arguments; sbatch-bad-value says once that the file is a template.
-    script.template_lines = [d.line for d in script.directives if _TEMPLATE.search(d.text)]
+    script.template_lines = sorted({d.line for d in script.directives if _TEMPLATE.search(d.text)}
+                                   | _value_token_lines(script))
     # a writer's ---KEY--- marks: the whole value of a count, size or time, or the whole directive
     # (`#SBATCH ~~EXTRA_DIRECTIVES~~`)
-    whole = {d.line for d in script.directives if _MARK_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
+    whole = {d.line for d in script.directives if _MARK_TOKEN.fullmatch(d.text[len(MAGIC):].strip())
+             or _WHOLE_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
     marked = {o.line for o in script.options if o.name in VALUE_TYPES and o.value and _MARK_TOKEN.fullmatch(o.value)}
     script.template_lines = sorted(set(script.template_lines) | marked | whole)
     for option in script.options:

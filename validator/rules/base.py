@@ -570,10 +570,6 @@ MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich",
 # Programs that do a job's work in the batch shell, without srun of their own
 WORK_PROGRAMS = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
                                  "docker", "podman", "charmrun", "julia", "Rscript",
-                                 # NERSC's container runner: `shifter [--image=IMG] PROGRAM ...` runs the
-                                 # program in the job's image, as apptainer exec does (round 285: `shifter python`
-                                 # after `srun shifter dask-mpi ... &`)
-                                 "shifter",
                                  # a Spark application's driver: --deploy-mode defaults to client, where "the
                                  # driver is launched directly within the spark-submit process" (apache/spark
                                  # docs/submitting-applications.md, since PR 1200 of Spark 1.0.1): the job's

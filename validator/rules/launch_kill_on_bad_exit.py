@@ -44,7 +44,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   interactive_server, payload_text, requested_gpus_per_node, shell_payload,
                                   srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, refused_task_count, step_program
-from validator.sbatch import TEMPLATE
+from validator.sbatch import TEMPLATE, VALUE_TOKEN
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
@@ -144,12 +144,16 @@ def _templated_program(command) -> bool:
     return TEMPLATE.match(program.raw) is not None or TEMPLATE.match(text) is not None and text.startswith("{{")
 
 
-def _templated_count(shell, command) -> bool:
-    """`srun -n {NTasks} ...`: the step's task count is a template token that a tool fills in before sbatch
-    (round two hundred and eighty-four: SkyFactory's str.format job templates): as with a templated program,
-    whether the rendered step has one task or many is the rendered file's to say."""
+def _templated_count(shell, parsed, command) -> bool:
+    """`srun -n {NTasks} ...` in a file whose directives are a template's: the step's task count is a token
+    that a tool fills in before sbatch (round two hundred and eighty-four: SkyFactory's str.format job
+    templates): as with a templated program, whether the rendered step has one task or many is the rendered
+    file's to say. In a job whose directives hold no token, `srun -n {n}` stays a step of its own."""
     count = srun_option(shell, command, "--ntasks", "-n")
-    return count is not None and TEMPLATE.fullmatch(count.raw.strip("\"'")) is not None
+    if count is None or not parsed.template_lines:
+        return False
+    value = count.raw.strip("\"'")
+    return TEMPLATE.fullmatch(value) is not None or VALUE_TOKEN.fullmatch(value) is not None
 
 
 def _step_component(shell, parsed, command):
@@ -677,7 +681,22 @@ def _foreground_work(command) -> bool:
     interactive server the person uses until done (round ninety-four: `jupyter notebook` after
     `srun dask-mpi ... &`, whose scheduler and workers serve it)."""
     name = command.name.rsplit("/", 1)[-1]
-    return name in WORK_PROGRAMS | {"srun"} or name in INTERACTIVE_SERVERS or interactive_server(command)
+    return name in WORK_PROGRAMS | {"srun"} or name in INTERACTIVE_SERVERS or interactive_server(command) \
+        or name == "shifter" and _shifter_program(command) in WORK_PROGRAMS
+
+
+# shifter's options that take their value as the next word (NERSC's `shifter --image IMG PROGRAM`)
+_SHIFTER_VALUE_OPTIONS = {"--image", "-i", "--volume", "-V", "--module", "-m", "--env", "-e", "--workdir", "-w"}
+
+
+def _shifter_program(command) -> str:
+    """The program that `shifter [options] PROGRAM ...` runs in the job's image, by its base name ('' when the
+    words do not say): `shifter python client.py` in the foreground after `srun shifter dask-mpi ... &` is the
+    job's work, as a bare `python client.py` is (round two hundred and eighty-five)."""
+    words, i = command.args, 0
+    while i < len(words) and (words[i].value or "").startswith("-"):
+        i += 2 if words[i].value in _SHIFTER_VALUE_OPTIONS else 1
+    return (words[i].value or "").rsplit("/", 1)[-1] if i < len(words) else ""
 
 
 class _WaitFacts:
@@ -767,11 +786,12 @@ def check(target):
     for command in shell.named("srun"):
         own = own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is not None or _ends_after_first_exit(shell, own) or refused_task_count(command, shell):  # no task starts
+        if kill is not None or _ends_after_first_exit(shell, own) \
+                or refused_task_count(command, shell, bool(target.script.parsed.template_lines)):  # no task starts
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \
-                or _templated_program(command) or _templated_count(shell, own) or _cut_by_comment(shell, command, lines) \
+                or _templated_program(command) or _templated_count(shell, target.script.parsed, own) or _cut_by_comment(shell, command, lines) \
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)):

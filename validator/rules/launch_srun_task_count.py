@@ -27,7 +27,7 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
 def check(target):
     shell = target.script.shell
     for command in srun_commands(shell):
-        refused = refused_task_count(command, shell)
+        refused = refused_task_count(command, shell, bool(target.script.parsed.template_lines))
         if refused is None:
             continue
         option, value = refused

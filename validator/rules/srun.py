@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from validator.sbatch import SPANK_OPTIONS, filled_in_later, option_table
+from validator.sbatch import SPANK_OPTIONS, VALUE_TOKEN, filled_in_later, option_table
 from validator.shell import Word
 
 # srun's short options that take a value in the next word (srun.1), and its long ones beyond sbatch's
@@ -108,7 +108,7 @@ def srun_commands(shell):
     return [command for command, _ in with_payloads(shell) if command.name == "srun"]
 
 
-def refused_task_count(command, shell=None) -> tuple[str, str] | None:
+def refused_task_count(command, shell=None, template_file: bool = False) -> tuple[str, str] | None:
     """(option, value) of srun's own -n/--ntasks whose literal value parse_int() refuses: not a whole
     number above zero (`-np 4` is -n with the value "p", `-n=4` the value "=4", `--ntasks=` none). srun
     then stops with 'Invalid numeric value' before any task starts (arg_set_ntasks() in
@@ -116,11 +116,13 @@ def refused_task_count(command, shell=None) -> tuple[str, str] | None:
     positive; at slurm-22-05-0-1 and slurm-26-05-1-1). Not on a line the parser could not take whole
     (its words are guesses), and not a template's token in place of the count (`{ntasks}`, `{{ n }}`,
     `@NTASKS@`, `%NTASKS%`, `~~NTASKS~~`, `__NTASKS__`, `<ntasks>`: sbatch.filled_in_later): a tool or a
-    person fills it before srun runs."""
+    person fills it before srun runs; in a file whose directives are a template's (template_file), also
+    the tokens read in directive values (sbatch.VALUE_TOKEN: `srun -n {NTasks}` of a str.format template)."""
     if command.node is not None and command.node.has_error:
         return None
     for option, word in read_options(command, shell)[1]:
-        if option not in ("-n", "--ntasks") or word is None or word.value is None or filled_in_later(word.value):
+        if option not in ("-n", "--ntasks") or word is None or word.value is None or filled_in_later(word.value) \
+                or template_file and VALUE_TOKEN.search(word.value):
             continue
         digits = word.value.lstrip(" \t").removeprefix("+")
         if not (digits.isascii() and digits.isdigit() and int(digits) > 0):
