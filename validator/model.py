@@ -286,8 +286,8 @@ class Script:
     def writes_shell_job(self) -> bool:
         """A program of another language (its '#!' runs no shell: perl, python, Rscript) whose #SBATCH lines all
         come after its own code and a later '#!' line that runs a shell: the text of a job script it writes (a Perl
-        here-document, a Python string), not directives of its own; nobody submits the generator (round two hundred and seventy-five:
-        somoaf-pipeline's mkslurm.pl writes somoaf_NNN.slurm from `$slurm = <<__EOF`)."""
+        here-document, a Python string), not directives of its own; nobody submits the generator (round two
+        hundred and seventy-five: somoaf-pipeline's mkslurm.pl writes somoaf_NNN.slurm from `$slurm = <<__EOF`)."""
         if self.interpreter is None or self.shell_language:
             return False
         lines = (self.source.text or "").split("\n")

@@ -329,7 +329,8 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|@\[\w{1,64}\]|@[A-Z_][A-Z0-9_]{0,
                        # `template % {...}` fills it (round two hundred and sixty-eight: BlueBrain's
                        # slurm_templates.py); no sbatch filename pattern holds '(' (sbatch.1, filename pattern).
                        # Like every token here, one in a directive makes the whole file a template.
-                       r"|%\([A-Za-z_][A-Za-z0-9_]{0,62}\)[#0 +-]*[0-9]*(?:\.[0-9]+)?[diouxXeEfFgGcrsa]|" + BRACKET_TOKEN.pattern
+                       r"|%\([A-Za-z_][A-Za-z0-9_]{0,62}\)[#0 +-]*[0-9]*(?:\.[0-9]+)?[diouxXeEfFgGcrsa]"
+                       r"|" + BRACKET_TOKEN.pattern
                        # a form composer's lower-case field in brackets, the whole value of an option
                        # sbatch reads as a count, size, time or name of the cluster's, or a line of its
                        # own (TAMU's Drona Composer fills --time=[gputime] and `#SBATCH [gpu]` from its

@@ -448,11 +448,12 @@ def shell_payload(shell, command, program, name: str) -> ShellPayload | None:
     (command_string), and whether its flags turn on errexit. None when the program is no bash or sh, no
     -c is given, the text comes from outside the script, or it does not parse. For a step's shell
     (launch-kill-on-bad-exit, launch-bare-wait)."""
+    from validator.rules.srun import program_words
     from validator.shell import parse_shell
 
     if name not in ("bash", "sh") or program is None:
         return None
-    word, errexit = command_string(command.args[command.args.index(program) + 1:])
+    word, errexit = command_string(program_words(command, program))
     found = payload_text(shell, word) if word is not None else None
     if found is None:
         return None

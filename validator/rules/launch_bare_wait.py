@@ -33,7 +33,7 @@ import re
 from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
                                   function_definitions, interactive_server, set_effect, shell_payload, signal_name,
                                   statement_of)
-from validator.rules.srun import step_program
+from validator.rules.srun import program_words, step_program
 
 ID = "launch-bare-wait"
 SEVERITY = "warning"
@@ -59,7 +59,7 @@ def _nothing_to_lose(command, shell) -> bool:
     program = step_program(command)
     name = (program.value or "").rsplit("/", 1)[-1] if program is not None else ""
     if name in _NOTHING_TO_LOSE or program is not None and _version_query(
-            [word.value for word in command.args[command.args.index(program) + 1:]]):
+            [word.value for word in program_words(command, program)]):
         return True
     found = shell_payload(shell, command, program, name)
     return found is not None and not found.errexit and _ends_with_nothing_to_lose(found.parsed)

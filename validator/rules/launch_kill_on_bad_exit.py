@@ -43,7 +43,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   backgrounded, bad_batch, command_string, exclusive_nodes, in_function,
                                   interactive_server, payload_text, requested_gpus_per_node, shell_payload,
                                   srun_option, statement_of)
-from validator.rules.srun import own_options, program_values, refused_task_count, step_program
+from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import TEMPLATE, VALUE_TOKEN
 
 ID = "launch-kill-on-bad-exit"
@@ -138,7 +138,7 @@ def _templated_program(command) -> bool:
     program = step_program(command)
     if program is None:
         return False
-    rest = command.args[command.args.index(program):]
+    rest = program_words(command, program, with_program=True)
     # `{{ command }}` is three words: the program word opens a template token that a later word closes
     text = " ".join(word.raw for word in rest[:3])
     return TEMPLATE.match(program.raw) is not None or TEMPLATE.match(text) is not None and text.startswith("{{")
@@ -355,7 +355,7 @@ def _gromacs_tool(command, program, name: str) -> bool:
         return True
     if name not in _GROMACS:
         return False
-    words = [a.value or a.raw for a in command.args[command.args.index(program) + 1:]]
+    words = [a.value or a.raw for a in program_words(command, program)]
     tool = next((w for w in words if not w.startswith("-")), "")
     return bool(tool) and tool != "mdrun"
 
@@ -424,7 +424,7 @@ def helper_step(shell, command) -> bool:
     program = step_program(command, shell)
     name = _program_name(shell, program)
     if name in _RUNTIMES:  # per node when it imports or pulls; `singularity exec IMG python ...` runs a program
-        rest = [a.value for a in command.args[command.args.index(program) + 1:] if a.value and a.value[:1] != "-"]
+        rest = [a.value for a in program_words(command, program) if a.value and a.value[:1] != "-"]
         if bool(rest) and rest[0] in _RUNTIME_PER_NODE:
             return True
         inner = _in_container(command, program)
@@ -432,7 +432,7 @@ def helper_step(shell, command) -> bool:
     if name in _PER_NODE or _NODE_TOOL.match(name) or (program is not None and _helper_script(program.raw)):
         return True
     if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`, `bash $DIR/power_monitor.sh`: the name says it
-        rest = command.args[command.args.index(program) + 1:]
+        rest = program_words(command, program)
         if rest and not rest[0].raw.startswith("-") and _helper_script(rest[0].raw):
             return True
     inner = _payload(shell, command, program, name)
@@ -511,7 +511,7 @@ def _payload(shell, command, program, name):
 def _container_words(command, program):
     """`apptainer|singularity exec|run [options] IMAGE PROGRAM ...`: (the image's word, the program's
     word), each None when absent; None for another subcommand or none."""
-    words = command.args[command.args.index(program) + 1:]
+    words = program_words(command, program)
     if not words or words[0].value not in ("exec", "run"):
         return None
     i, image = 1, None
@@ -549,7 +549,7 @@ def _standalone_torchrun(command, program, name) -> bool:
     """`torchrun --standalone` (or python -m torch.distributed.run --standalone): every task forms its
     own rendezvous (torch 2.13.0 torch/distributed/run.py run(): c10d on localhost:0 with a fresh
     uuid as rdzv id), so the tasks of the step never talk to each other."""
-    words = [a.value or a.raw for a in command.args[command.args.index(program):]]
+    words = [a.value or a.raw for a in program_words(command, program, with_program=True)]
     launcher = name == "torchrun" or "torch.distributed.run" in words[:4]
     return launcher and "--standalone" in words
 
@@ -560,7 +560,7 @@ def _farm_worker(command, program, name: str) -> bool:
     (_FARM_GLOBAL_VALUES: `hq --server-dir DIR worker start`)."""
     if name not in _FARM_SUBCOMMANDS or program is None:
         return False
-    rest = command.args[command.args.index(program) + 1:]
+    rest = program_words(command, program)
     # hq's global options may come before the subcommand (`hq --server-dir=DIR worker start`)
     while rest and (rest[0].value or "").startswith("-"):  # an expansion's word has no value: not an option
         option = rest.pop(0).value
@@ -592,7 +592,7 @@ def _independent(shell, command) -> bool:
     if _RAY_LOCAL.search(text) and not _RAY.search(text) or _own_shard(text):
         return True
     if program is not None:
-        words = command.args[command.args.index(program):]
+        words = program_words(command, program, with_program=True)
         if name.startswith("python") and _local_code(words[1:]):
             return True
         if name.startswith("python") and len(words) > 2 and words[1].value == "-m" and words[2].value \
@@ -600,7 +600,7 @@ def _independent(shell, command) -> bool:
             return True  # python -m mlperf_common.mountcheck on each node
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
-    payload = command_string(command.args[command.args.index(program) + 1:])[0]
+    payload = command_string(program_words(command, program))[0]
     if payload is None:
         return False
     inner = _payload(shell, command, program, name)
@@ -627,7 +627,7 @@ def _opaque_script(shell, command) -> bool:
         return False
     word = program  # `$HOME/tutorial/hello.sh`: the path's own text names the script
     if _program_name(shell, program) in ("bash", "sh"):
-        rest = command.args[command.args.index(program) + 1:]
+        rest = program_words(command, program)
         word = rest[0] if rest else None
     return word is not None and (word.value or word.raw).strip("\"'").endswith(".sh")
 
@@ -791,7 +791,8 @@ def check(target):
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \
-                or _templated_program(command) or _templated_count(shell, target.script.parsed, own) or _cut_by_comment(shell, command, lines) \
+                or _templated_program(command) or _templated_count(shell, target.script.parsed, own) \
+                or _cut_by_comment(shell, command, lines) \
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)):

@@ -46,6 +46,13 @@ def step_program(command, shell=None):
     return args[i] if i < len(args) else None
 
 
+def program_words(command, program, with_program: bool = False) -> list:
+    """The words of `command` after its program's word (`srun [options] PROGRAM ARGS...`: ARGS), or from it
+    on (with_program). `program` is one of command.args (step_program, a container's inner program)."""
+    at = command.args.index(program)
+    return command.args[at if with_program else at + 1:]
+
+
 def read_options(command, shell=None) -> tuple[int, list]:
     """srun's own options as getopt reads them: (index of the program word, [(option text, its value
     Word or None)]). A long option takes the next word when sbatch/srun's table or a SPANK plugin says
