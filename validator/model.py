@@ -232,8 +232,7 @@ class Script:
         `job.tmpl`, `run-templates/slurm.sh`): its author's word that a tool fills it in before sbatch
         reads it (rounds two hundred and fifty and fifty-one: srunit's string.Template, qchain.py's
         replace of $JOB_START, gen_job.py's <NODES>)."""
-        path = Path(self.source.path)
-        return any(_TEMPLATE_WORD.search(part) for part in (path.name, path.parent.name))
+        return self.template_in_file_name or _TEMPLATE_WORD.search(Path(self.source.path).parent.name) is not None
 
     @property
     def template_in_file_name(self) -> bool:

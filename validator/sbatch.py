@@ -358,10 +358,12 @@ _VALUE_TOKEN_FREE_TEXT = {"job-name", "comment", "mail-user"}
 
 
 def _value_token_lines(script) -> set[int]:
-    """Directive lines holding a VALUE_TOKEN where one may stand (see there)."""
-    lines = {o.line for o in script.options if o.name not in _VALUE_TOKEN_FREE_TEXT and o.value
-             and (VALUE_TOKEN.search(o.value) or _WHOLE_TOKEN.fullmatch(o.value))}
-    return lines | {d.line for d in script.directives if _WHOLE_TOKEN.fullmatch(d.text[len(MAGIC):].strip())}
+    """Directive lines whose value holds a VALUE_TOKEN where one may stand, or is a whole `@NAME` (see there;
+    a whole `#SBATCH @SYSTEM` directive is parse_script's `whole` mark)."""
+    return {o.line for o in script.options if o.name not in _VALUE_TOKEN_FREE_TEXT and o.value
+            and (VALUE_TOKEN.search(o.value) or _WHOLE_TOKEN.fullmatch(o.value))}
+
+
 # A value to fill in: `<ACCOUNT>`, `<partition name>` (split in two arguments by sbatch), `project_<id>`,
 # `YOUR_ACCOUNT`, `your_own_partition`, `your_account`, `TODO_YOUR_ACCOUNT`, `def-YOURPI`, `your-partition`
 # (round thirty-six, seen unreported; `yours` is a word), `*FIXME*`, `CHANGEME`,

@@ -408,6 +408,19 @@ _CHECK_MODULE = re.compile(r"(?i)(mount|health|node|gpu)_?check$|monitor$")
 _HELPER_VARIABLE = re.compile(r"(?i)(^|_)(POWER|MONITOR|CLEANUP|DROP_?CACHES?)(_|$)")
 
 
+def _first_operand(words, start: int, value_options) -> int:
+    """The index of the first word from `start` on that is no option of a program: words that begin with '-'
+    are options, and one of `value_options` written alone (`--bind DIR`, not `--bind=DIR`) takes the next word
+    as its value. One reader for the options of apptainer, shifter and hq before their operands."""
+    i = start
+    while i < len(words):
+        text = words[i].value if words[i].value is not None else words[i].raw
+        if not text.startswith("-"):
+            break
+        i += 2 if text in value_options else 1
+    return i
+
+
 # Options of `apptainer|singularity exec` that take the next word as their value.
 _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
                           "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
@@ -514,17 +527,11 @@ def _container_words(command, program):
     words = program_words(command, program)
     if not words or words[0].value not in ("exec", "run"):
         return None
-    i, image = 1, None
-    while i < len(words):
-        text = words[i].value if words[i].value is not None else words[i].raw
-        if text.startswith("-"):
-            i += 2 if text in _RUNTIME_VALUE_OPTIONS else 1
-            continue
-        if image is None:
-            image, i = words[i], i + 1
-            continue
-        return image, words[i]
-    return image, None
+    at_image = _first_operand(words, 1, _RUNTIME_VALUE_OPTIONS)
+    if at_image >= len(words):
+        return None, None
+    at_program = _first_operand(words, at_image + 1, _RUNTIME_VALUE_OPTIONS)
+    return words[at_image], words[at_program] if at_program < len(words) else None
 
 
 def _in_container(command, program) -> str | None:
@@ -562,11 +569,8 @@ def _farm_worker(command, program, name: str) -> bool:
         return False
     rest = program_words(command, program)
     # hq's global options may come before the subcommand (`hq --server-dir=DIR worker start`)
-    while rest and (rest[0].value or "").startswith("-"):  # an expansion's word has no value: not an option
-        option = rest.pop(0).value
-        if option in _FARM_GLOBAL_VALUES.get(name, ()) and rest:
-            rest.pop(0)  # `--server-dir DIR`: the value is the next word
-    return bool(rest) and rest[0].value == _FARM_SUBCOMMANDS[name]
+    at = _first_operand(rest, 0, _FARM_GLOBAL_VALUES.get(name, ()))
+    return at < len(rest) and rest[at].value == _FARM_SUBCOMMANDS[name]
 
 
 def _independent(shell, command) -> bool:
@@ -685,18 +689,18 @@ def _foreground_work(command) -> bool:
         or name == "shifter" and _shifter_program(command) in WORK_PROGRAMS
 
 
-# shifter's options that take their value as the next word (NERSC's `shifter --image IMG PROGRAM`)
-_SHIFTER_VALUE_OPTIONS = {"--image", "-i", "--volume", "-V", "--module", "-m", "--env", "-e", "--workdir", "-w"}
+# shifter's options that take the next word as their value: parse_options() in src/shifter.c of NERSC/shifter
+# (getopt_long "hnvV:i:e:w:m:" under POSIXLY_CORRECT, so options end at the first operand; the long --env
+# takes no value there, --entrypoint only an attached one)
+_SHIFTER_VALUE_OPTIONS = {"--image", "-i", "--volume", "-V", "--module", "-m", "-e", "--workdir", "-w"}
 
 
 def _shifter_program(command) -> str:
     """The program that `shifter [options] PROGRAM ...` runs in the job's image, by its base name ('' when the
     words do not say): `shifter python client.py` in the foreground after `srun shifter dask-mpi ... &` is the
     job's work, as a bare `python client.py` is (round two hundred and eighty-five)."""
-    words, i = command.args, 0
-    while i < len(words) and (words[i].value or "").startswith("-"):
-        i += 2 if words[i].value in _SHIFTER_VALUE_OPTIONS else 1
-    return (words[i].value or "").rsplit("/", 1)[-1] if i < len(words) else ""
+    at = _first_operand(command.args, 0, _SHIFTER_VALUE_OPTIONS)
+    return (command.args[at].value or "").rsplit("/", 1)[-1] if at < len(command.args) else ""
 
 
 class _WaitFacts:
