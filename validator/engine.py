@@ -5,7 +5,8 @@ import errno
 import os
 import re
 import sys
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from validator import sbatch
@@ -233,21 +234,24 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         targets.append(target)
 
     shell = [t for t in targets if t.script is not None and t.script.shellcheck_reads]
-    strict = [t.script.display for t in shell if t.strict]
-    default = [t.script.display for t in shell if not t.strict]
     findings: list[Finding] = list(unlisted)
-    # shellcheck starts first and runs in its own processes while Python loads and runs the rules;
-    # the strict profile adds shellcheck's optional checks.
     pending = []
+    quoted = tempfile.TemporaryDirectory(prefix="validator-") if options.shellcheck else None
     try:
+        read_as = _shellcheck_inputs(shell, quoted.name if quoted is not None else "")
+        strict = [read_as[t.script.display] for t in shell if t.strict]
+        default = [read_as[t.script.display] for t in shell if not t.strict]
+        shown_as = {given: display for display, given in read_as.items()}
+        # shellcheck starts first and runs in its own processes while Python loads and runs the rules;
+        # the strict profile adds shellcheck's optional checks.
         pending += [start_shellcheck(group, optional=group is strict)
                     for group in (strict, default) if group and options.shellcheck]
         for target in targets:
             findings.extend(_run_rules(target))
-        default_paths = set(default)
+        default_paths = {shown_as[given] for given in default}
         by_path = {t.script.display: t.script for t in targets if t.script is not None}
         for collect in pending:
-            found = collect()
+            found = [replace(f, path=shown_as.get(f.path, f.path)) for f in collect()]
             unparsed = {f.path for f in found if f.rule in PARSE_ERRORS}
             findings.extend(f for f in found
                             if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path),
@@ -258,7 +262,30 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
     finally:
         for run in pending:
             run.stop()  # on every way out (an exception, a signal turned into one): no shellcheck left
+        if quoted is not None:
+            quoted.cleanup()
     return _filter(findings, targets, options)
+
+
+def _shellcheck_inputs(shell: list[Target], folder: str) -> dict[str, str]:
+    """The file shellcheck reads for each script: the script itself, or, for a job that a text
+    quotes (Script.quotes_job_text: a report that pastes it in an R Markdown chunk, a README), a
+    copy of the job alone (Script.text: the lines around it blank, so the numbers stay the file's).
+    Reading the whole text, shellcheck takes the prose and fences after the quotation for shell and
+    reports a parse error inside the job (round two hundred and ninety-five: a ```{bash} chunk of
+    an .Rmd report, `Expected a '}'` on the job's last line). A job that shell code around it
+    writes (a here-document piped to sbatch) or a record's header above a job are shell: the whole
+    file is read, as bash reads it."""
+    read_as = {}
+    for number, target in enumerate(shell):
+        script = target.script
+        read_as[script.display] = script.display
+        if folder and script.quotes_job_text:
+            copy = os.path.join(folder, f"{number}.sh")
+            with open(copy, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                handle.write(script.text)
+            read_as[script.display] = copy
+    return read_as
 
 
 def check_selectors(options: Options) -> None:
@@ -284,11 +311,13 @@ def silenceable(finding: Finding) -> bool:
 def _not_the_scripts(finding: Finding, script) -> bool:
     """A shellcheck finding that is about something other than the job script's code, in any profile:
     a `'$VAR'` deferred to the step, a record's header, a template's unrendered placeholder, the
-    carriage returns of a CRLF file (said once by sbatch-crlf)."""
+    carriage returns of a CRLF file (said once by sbatch-crlf), the '#!' line of a job that a text
+    quotes (SC1128: nobody submits the report or README, and sbatch-shebang is silent there too)."""
     if script is None:
         return False
     return ((finding.rule == "SC2016" and _deferred_to_step(finding, script)) or _above_embedded_script(finding, script)
-            or _placeholder_line(finding, script) or _crlf_parse(finding, script))
+            or _placeholder_line(finding, script) or _crlf_parse(finding, script)
+            or (finding.rule == "SC1128" and script.quotes_job_text))
 
 
 def _above_embedded_script(finding: Finding, script) -> bool:

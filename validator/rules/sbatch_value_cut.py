@@ -10,8 +10,17 @@ cut or an open quote in a #SBATCH line below it changes nothing (round one hundr
 `#SBATCH --time=${time}"` lines of a wrapper's shell string that builds a job); sbatch-directive-after-command
 reports such lines where they are directives. A run of two or more '#' in a value (`--job-name=TCR_##_npt2`,
 `--output=TCR_##-npt2.out`) is a generator's fill-in mark that its sed replaces before sbatch reads the
-file: not reported (round one hundred and thirty).
+file: not reported (round one hundred and thirty). Nor is a note glued to the value, a word of letters
+and more words after the '#' (`--time=0-72:00#time needed for the run`, round three hundred and one).
 """
+import re
+
+# A note glued to the value: a word of letters after the '#' and more words after it
+# (`--time=0-72:00#time needed for the run`, round three hundred and one): the author wrote a comment
+# and sbatch keeps the value before it, as meant. A value that goes on (`nvcr.io#nvidia/pytorch`,
+# `run#2`) is one word, or no word of letters.
+_NOTE = re.compile(r"[A-Za-z][A-Za-z']*[,:]?\s+\S")
+
 ID = "sbatch-value-cut"
 SEVERITY = "error"
 SCOPE = "script"
@@ -33,8 +42,13 @@ def check(target):
         # A run of '#' is a generator's fill-in mark that its sed replaces before sbatch reads the file
         # (`--nodes=##Nodes##`, `--ntasks=#####_np`, round one hundred and thirty's `--job-name=TCR_##_npt2`),
         # not a value cut by mistake.
-        if after == "#":
+        if after == "#" or _note(directive.text[directive.cut_at:]):
             continue
         if not before.isspace() and not after.isspace():
             yield (target.script.display, directive.line, directive.cut_at,
                    "unescaped '#' ends the directive here and drops the rest of the value; write '\\#'")
+
+
+def _note(rest: str) -> bool:
+    """The text after the '#' is a note in words, not the rest of a value."""
+    return _NOTE.match(rest) is not None
