@@ -7,7 +7,11 @@ value (`[ "$1" = convert ]`, `case $1 in`) is reported: it is a switch the job m
 and set -u stops it instead of taking the other branch. An argument used as the job's input (DF=$1,
 `--input "$1"`) is required: submitted without it the job stops either way, and stopping at once is
 set -u doing its work (rounds twenty-one and twenty-four: 3 of 3 such findings judged false; round
-one's true finding was a tested switch). Our presets (the strict profile) keep every use reported.
+one's true finding was a tested switch). Nor is an emptiness check that ends the script
+(`if [[ -z $1 ]]; then usage; exit; fi`, `[ -z "$1" ] && { echo ...; exit 1; }`): the argument is
+required, and set -u stops the job at the same place (round three hundred and five); an emptiness check
+that goes on without it (`if [ -z "$1" ]; then X=default; else X=$1; fi`) is an optional argument,
+reported. Our presets (the strict profile) keep every use reported.
 """
 from validator.rules.base import in_function, is_decimal, set_effect
 
@@ -39,7 +43,7 @@ def check(target):
             continue
         if in_function(expansion.node):  # a function's own arguments
             continue
-        if not target.strict and not _tested(expansion.node):
+        if not target.strict and (not _tested(expansion.node) or _required_check(expansion.node)):
             continue  # the job's input ($1 as a file or a value): without it, stopping is the right failure
         yield (target.script.display, expansion.line, expansion.col,
                f"${expansion.name} under set -u without a default: 'sbatch' without arguments stops here with "
@@ -67,3 +71,45 @@ def _tested(node) -> bool:
     return False
 
 
+
+
+_ENDS = (b"exit", b"return")
+
+
+def _required_check(node) -> bool:
+    """The expansion is the operand of a `-z` test whose branch ends the script or function: the
+    usage check of a required argument (`if [[ -z $1 ]]; then usage; exit; fi`)."""
+    while node is not None and node.type != "unary_expression":
+        if node.type in ("test_command", "program", "command"):
+            return False
+        node = node.parent
+    operator = node.child(0) if node is not None else None
+    if operator is None or operator.text != b"-z":
+        return False
+    test = node.parent
+    while test is not None and test.type != "test_command":
+        test = test.parent
+    holder = test.parent if test is not None else None
+    if holder is None:
+        return False
+    if holder.type == "if_statement":
+        branch = []
+        for child in holder.children[holder.children.index(test) + 1:]:
+            if child.type in ("elif_clause", "else_clause", "fi"):
+                break
+            branch.append(child)
+    elif holder.type == "list" and len(holder.children) == 3 and holder.children[1].type == "&&":
+        branch = [holder.children[2]]
+    else:
+        return False
+    return any(_ends(child) for child in branch)
+
+
+def _ends(node) -> bool:
+    """An `exit` or `return` among the commands of a branch (not inside a function defined there)."""
+    if node.type == "command":
+        name = node.child_by_field_name("name")
+        return name is not None and name.text in _ENDS
+    if node.type == "function_definition":
+        return False
+    return any(_ends(child) for child in node.children)
