@@ -266,8 +266,8 @@ def _only_comments_after(finding: Finding, script) -> bool:
     or the end of the file comes after them (round one hundred and twenty: four accelerate launches
     ending in commented-out flags; round one hundred and eighty-four: `# --clm_for_seq_cls \\`, `#
     --debug`, a blank line, then `echo`), or their last line continues nothing and the next is an
-    unindented command of its own. Reported where an indented argument or an option follows them
-    (`    data/input.csv`, `--other`): it was cut off."""
+    unindented command of its own, or a word that closes the block (`done`, `fi`, `}`). Reported where
+    an indented argument or an option follows them (`    data/input.csv`, `--other`): it was cut off."""
     lines = _lines(script)
     if not 0 < finding.line <= len(lines):
         return False
@@ -279,8 +279,13 @@ def _only_comments_after(finding: Finding, script) -> bool:
     # comment continues nothing and the next line is a top-level command of its own (unindented), not
     # an argument indented as the command's continuation (`    data/input.csv`, `    --flag`)
     nxt = lines[end] if end < len(lines) else ""
-    return not after or not lines[end - 1].rstrip().endswith("\\") and not nxt[:1].isspace() \
-        and not after.startswith("-")
+    return not after or _CLOSES.match(after) is not None or not lines[end - 1].rstrip().endswith("\\") \
+        and not nxt[:1].isspace() and not after.startswith("-")
+
+
+# A word that closes the block the command is in (`done` of a loop whose body ends with a commented-out
+# `# --seed \`, round three hundred and twelve): no argument of the command, which ends where the author meant.
+_CLOSES = re.compile(r"^(done|fi|esac|else|elif|\}|\)|;;)(\s|;|$)")
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:
