@@ -237,3 +237,21 @@ def test_a_makefile_that_pipes_jobs_into_sbatch_is_said_not_checked(tmp_path):
     result = run_validator(str(makefile))
     assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
     assert "makefile: not checked: 'makefile' (make's)" in result.stderr
+
+
+def test_quoted_job_copy_names_the_real_file_and_leaves_nothing(tmp_path):
+    """shellcheck reads a quoted job's copy in a private temporary folder: the findings name the
+    text itself, the folder is gone afterwards, and none is made for plain scripts."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    broken = FIXTURES / "err" / "foreign-report-quoting-a-broken-job"
+    text = tmp_path / "notes.Rmd"
+    shutil.copy(broken / "notes.Rmd", text)
+    proc = run_validator("--format", "json", str(text), env={"TMPDIR": str(scratch)})
+    assert proc.returncode == 1, proc.stderr
+    assert {f["path"] for f in json.loads(proc.stdout)} == {str(text)}
+    assert list(scratch.iterdir()) == []
+    plain = FIXTURES / "ok" / "foreign-notes-glued-to-directives.sbatch"
+    proc = run_validator(str(plain), env={"TMPDIR": str(scratch)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(scratch.iterdir()) == []

@@ -236,7 +236,7 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
     shell = [t for t in targets if t.script is not None and t.script.shellcheck_reads]
     findings: list[Finding] = list(unlisted)
     pending = []
-    quoted = tempfile.TemporaryDirectory(prefix="validator-") if options.shellcheck else None
+    quoted = _copies_folder(shell) if options.shellcheck else None
     try:
         read_as = _shellcheck_inputs(shell, quoted.name if quoted is not None else "")
         strict = [read_as[t.script.display] for t in shell if t.strict]
@@ -267,6 +267,26 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
     return _filter(findings, targets, options)
 
 
+def _read_alone(script) -> bool:
+    """A job that a text quotes, not the body of a here-document the text shows (`sbatch <<EOF`):
+    that body is the writing shell's text, its escaped dollars not yet undone."""
+    return script.quotes_job_text and script.embedding_heredoc is None
+
+
+def _copies_folder(shell: list[Target]):
+    """A private temporary folder for the quoted jobs' copies, or None: none is quoted, or no
+    temporary folder can be had outside the working directory (tempfile's last resort, which may be
+    the user's repository); then shellcheck reads those texts whole, as before."""
+    if not any(_read_alone(t.script) for t in shell):
+        return None
+    try:
+        if os.path.realpath(tempfile.gettempdir()) == os.path.realpath(os.getcwd()):
+            return None
+        return tempfile.TemporaryDirectory(prefix="validator-")
+    except OSError:
+        return None
+
+
 def _shellcheck_inputs(shell: list[Target], folder: str) -> dict[str, str]:
     """The file shellcheck reads for each script: the script itself, or, for a job that a text
     quotes (Script.quotes_job_text: a report that pastes it in an R Markdown chunk, a README), a
@@ -275,15 +295,18 @@ def _shellcheck_inputs(shell: list[Target], folder: str) -> dict[str, str]:
     reports a parse error inside the job (round two hundred and ninety-five: a ```{bash} chunk of
     an .Rmd report, `Expected a '}'` on the job's last line). A job that shell code around it
     writes (a here-document piped to sbatch) or a record's header above a job are shell: the whole
-    file is read, as bash reads it."""
+    file is read, as bash reads it; so is a text that quotes `sbatch <<EOF` (_read_alone)."""
     read_as = {}
     for number, target in enumerate(shell):
         script = target.script
         read_as[script.display] = script.display
-        if folder and script.quotes_job_text:
+        if folder and _read_alone(script):
             copy = os.path.join(folder, f"{number}.sh")
-            with open(copy, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                handle.write(script.text)
+            try:
+                with open(copy, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                    handle.write(script.text)
+            except OSError:
+                continue  # a full disk: shellcheck reads the whole text, as before
             read_as[script.display] = copy
     return read_as
 
@@ -312,12 +335,19 @@ def _not_the_scripts(finding: Finding, script) -> bool:
     """A shellcheck finding that is about something other than the job script's code, in any profile:
     a `'$VAR'` deferred to the step, a record's header, a template's unrendered placeholder, the
     carriage returns of a CRLF file (said once by sbatch-crlf), the '#!' line of a job that a text
-    quotes (SC1128: nobody submits the report or README, and sbatch-shebang is silent there too)."""
+    quotes (_SHEBANG_FORM: nobody submits the report or README, and sbatch-shebang is silent there too)."""
     if script is None:
         return False
     return ((finding.rule == "SC2016" and _deferred_to_step(finding, script)) or _above_embedded_script(finding, script)
             or _placeholder_line(finding, script) or _crlf_parse(finding, script)
-            or (finding.rule == "SC1128" and script.quotes_job_text))
+            or (finding.rule in _SHEBANG_FORM and script.quotes_job_text))
+
+
+# shellcheck's codes about the form and place of the '#!' line (SC1008 unknown interpreter, SC1082 a
+# byte-order mark, SC1084 '!#', SC1104 '!/bin', SC1113 '#/bin', SC1114 blanks before it, SC1115 '# !',
+# SC1128 not on line 1): in a text that quotes a job nobody submits the text, and the copy shellcheck
+# reads has blank lines where the text's prose was.
+_SHEBANG_FORM = {"SC1008", "SC1082", "SC1084", "SC1104", "SC1113", "SC1114", "SC1115", "SC1128"}
 
 
 def _above_embedded_script(finding: Finding, script) -> bool:

@@ -208,14 +208,23 @@ class Script:
         """The line after the job script. In a file that does not start with '#!', the quotation
         that holds the job script ends at a later '#!' line (the next quoted script) or at the
         text's own delimiter (a Markdown fence, a rule of '=' or '-'): bash would run such a line as
-        a command, so it is the text's, not the script's. Else one past the last line."""
+        a command, so it is the text's, not the script's; such a line inside a here-document of the job
+        is the here-document's. Else one past the last line."""
         lines = (self.source.text or "").split("\n")
         if self.embedded_from == 1:
             return len(lines) + 1
         heredoc = self.embedding_heredoc
         end = heredoc.end_line if heredoc is not None and heredoc.end_line is not None else len(lines) + 1
-        return next((i + 1 for i in range(self.embedded_from, end - 1)
-                     if _LATER_SHEBANG.match(lines[i]) or _QUOTATION_END.match(lines[i])), end)
+        index = self.embedded_from
+        while index < end - 1:
+            if _LATER_SHEBANG.match(lines[index]) or _QUOTATION_END.match(lines[index]):
+                return index + 1
+            # a here-document of the job's own (`cat > task.sh <<'EOF'` with a '#!' line, a '====' banner):
+            # its body is the job's text, up to its delimiter's line
+            inner = heredoc_opened_on(lines, index + 1) if "<<" in lines[index] else None
+            index = inner.end_line if inner is not None and inner.end_line is not None and inner.end_line < end \
+                else index + 1
+        return end
 
     @cached_property
     def embedding_heredoc(self) -> Heredoc | None:

@@ -285,7 +285,7 @@ def _only_comments_after(finding: Finding, script) -> bool:
 
 # A word that closes the block the command is in (`done` of a loop whose body ends with a commented-out
 # `# --seed \`, round three hundred and twelve): no argument of the command, which ends where the author meant.
-_CLOSES = re.compile(r"^(done|fi|esac|else|elif|\}|\)|;;)(\s|;|$)")
+_CLOSES = re.compile(r"^(done|fi|esac|else|elif|then|do|\}|\)|;;&?|;&)(\s|;|$)")
 
 
 def _tests_a_job_variable(finding: Finding, script) -> bool:

@@ -7,11 +7,11 @@ value (`[ "$1" = convert ]`, `case $1 in`) is reported: it is a switch the job m
 and set -u stops it instead of taking the other branch. An argument used as the job's input (DF=$1,
 `--input "$1"`) is required: submitted without it the job stops either way, and stopping at once is
 set -u doing its work (rounds twenty-one and twenty-four: 3 of 3 such findings judged false; round
-one's true finding was a tested switch). Nor is an emptiness check that ends the script
+one's true finding was a tested switch). Nor is an emptiness check that exits with a failure
 (`if [[ -z $1 ]]; then usage; exit; fi`, `[ -z "$1" ] && { echo ...; exit 1; }`): the argument is
 required, and set -u stops the job at the same place (round three hundred and five); an emptiness check
-that goes on without it (`if [ -z "$1" ]; then X=default; else X=$1; fi`) is an optional argument,
-reported. Our presets (the strict profile) keep every use reported.
+that goes on without it (`if [ -z "$1" ]; then X=default; else X=$1; fi`), or ends the job with `exit 0`
+("nothing to do"), is an optional argument, reported. Our presets (the strict profile) keep every use reported.
 """
 from validator.rules.base import in_function, is_decimal, set_effect
 
@@ -73,43 +73,61 @@ def _tested(node) -> bool:
 
 
 
-_ENDS = (b"exit", b"return")
+
+def _same(a, b) -> bool:
+    return a is not None and b is not None and (a.type, a.start_byte, a.end_byte) == (b.type, b.start_byte, b.end_byte)
 
 
 def _required_check(node) -> bool:
-    """The expansion is the operand of a `-z` test whose branch ends the script or function: the
-    usage check of a required argument (`if [[ -z $1 ]]; then usage; exit; fi`)."""
-    while node is not None and node.type != "unary_expression":
-        if node.type in ("test_command", "program", "command"):
-            return False
-        node = node.parent
-    operator = node.child(0) if node is not None else None
-    if operator is None or operator.text != b"-z":
+    """The expansion is the whole operand of a test that is only `-z` of it (`[[ -z $1 ]]`, `[ -z "$1" ]`:
+    no `!`, no `-a`), the condition of an `if` or the left side of `&&`, whose branch exits with
+    another status than 0: the usage check of a required argument (`if [[ -z $1 ]]; then usage; exit; fi`)."""
+    operand = node
+    if operand.parent is not None and operand.parent.type == "string" and len(operand.parent.named_children) == 1:
+        operand = operand.parent
+    unary = operand.parent
+    if unary is None or unary.type != "unary_expression" or unary.child_count != 2 or unary.child(0).text != b"-z":
         return False
-    test = node.parent
-    while test is not None and test.type != "test_command":
-        test = test.parent
-    holder = test.parent if test is not None else None
+    test = unary.parent
+    if test is None or test.type != "test_command" or len(test.named_children) != 1:
+        return False
+    holder = test.parent
     if holder is None:
         return False
+    children = holder.children
+    place = next((i for i, child in enumerate(children) if _same(child, test)), None)
+    if place is None:
+        return False
     if holder.type == "if_statement":
+        then = next((i for i, child in enumerate(children) if child.type == "then"), None)
+        if then is None or place > then:
+            return False  # a test among the branch's commands, not the condition
         branch = []
-        for child in holder.children[holder.children.index(test) + 1:]:
+        for child in children[then + 1:]:
             if child.type in ("elif_clause", "else_clause", "fi"):
                 break
             branch.append(child)
-    elif holder.type == "list" and len(holder.children) == 3 and holder.children[1].type == "&&":
-        branch = [holder.children[2]]
+    elif holder.type == "list" and len(children) == 3 and place == 0 and children[1].type == "&&":
+        branch = [children[2]]
     else:
         return False
-    return any(_ends(child) for child in branch)
+    return any(_exits(child) for child in branch)
 
 
-def _ends(node) -> bool:
-    """An `exit` or `return` among the commands of a branch (not inside a function defined there)."""
+# Where a branch's commands run in another process, an exit there ends only that process.
+_OWN_PROCESS = {"subshell", "command_substitution", "process_substitution", "function_definition"}
+
+
+def _exits(node) -> bool:
+    """An `exit` among the commands of a branch with a status other than a literal 0 (`exit 0` is the
+    author's "nothing to do", which set -u turns into a failed job; `return` outside a function ends
+    nothing: bash prints an error and goes on)."""
     if node.type == "command":
         name = node.child_by_field_name("name")
-        return name is not None and name.text in _ENDS
-    if node.type == "function_definition":
+        if name is None or name.text != b"exit":
+            return False
+        arguments = [c for c in node.named_children if c.type != "command_name"]
+        return not (arguments and arguments[0].text == b"0")
+    if node.type in _OWN_PROCESS:
         return False
-    return any(_ends(child) for child in node.children)
+    return any(_exits(child) for child in node.children)

@@ -10,8 +10,9 @@ cut or an open quote in a #SBATCH line below it changes nothing (round one hundr
 `#SBATCH --time=${time}"` lines of a wrapper's shell string that builds a job); sbatch-directive-after-command
 reports such lines where they are directives. A run of two or more '#' in a value (`--job-name=TCR_##_npt2`,
 `--output=TCR_##-npt2.out`) is a generator's fill-in mark that its sed replaces before sbatch reads the
-file: not reported (round one hundred and thirty). Nor is a note glued to the value, a word of letters
-and more words after the '#' (`--time=0-72:00#time needed for the run`, round three hundred and one).
+file: not reported (round one hundred and thirty). Nor is a note glued to a value, a word of letters
+and more words after the '#' (`--time=0-72:00#time needed for the run`, round three hundred and one),
+where the option takes no free text (a job name, a comment, a path: `--comment=see#issue 12` is cut).
 """
 import re
 
@@ -20,6 +21,8 @@ import re
 # and sbatch keeps the value before it, as meant. A value that goes on (`nvcr.io#nvidia/pytorch`,
 # `run#2`) is one word, or no word of letters.
 _NOTE = re.compile(r"[A-Za-z][A-Za-z']*[,:]?\s+\S")
+# options whose value is free text or a path: a '#' and words there are part of what was meant
+_FREE_TEXT = {"job-name", "comment", "wckey", "mail-user", "output", "error", "input", "chdir"}
 
 ID = "sbatch-value-cut"
 SEVERITY = "error"
@@ -42,13 +45,18 @@ def check(target):
         # A run of '#' is a generator's fill-in mark that its sed replaces before sbatch reads the file
         # (`--nodes=##Nodes##`, `--ntasks=#####_np`, round one hundred and thirty's `--job-name=TCR_##_npt2`),
         # not a value cut by mistake.
-        if after == "#" or _note(directive.text[directive.cut_at:]):
+        if after == "#" or _note(target.script.parsed, directive):
             continue
         if not before.isspace() and not after.isspace():
             yield (target.script.display, directive.line, directive.cut_at,
                    "unescaped '#' ends the directive here and drops the rest of the value; write '\\#'")
 
 
-def _note(rest: str) -> bool:
-    """The text after the '#' is a note in words, not the rest of a value."""
-    return _NOTE.match(rest) is not None
+def _note(parsed, directive) -> bool:
+    """The text after the '#' is a note in words, not the rest of a value: the option it follows
+    has a value of its own and takes no free text (a job name, a comment, a path may hold '#' and
+    words: `--comment=see#issue 12` lost its issue number)."""
+    cut = [o for o in parsed.options if o.line == directive.line and o.col < directive.cut_at]
+    if not cut or not cut[-1].value or cut[-1].name is None or cut[-1].name in _FREE_TEXT:
+        return False
+    return _NOTE.match(directive.text[directive.cut_at:]) is not None
