@@ -39,6 +39,29 @@ class Heredoc(NamedTuple):
     reader: str  # the command that reads the body (`sbatch <<EOF`: sbatch; `cat > job.sh <<EOF`: cat)
 
 
+def _heredoc_spans(lines: list[str], start: int, stop: int) -> dict[int, int]:
+    """{index of a line that opens a here-document: index of the line after its delimiter} for the
+    lines[start:stop], from one parse (tree-sitter-bash); a here-document whose delimiter never comes
+    (an empty heredoc_end at the end) is left out."""
+    from validator.shell import parse_shell_tree
+
+    if not any("<<" in line for line in lines[start:stop]):
+        return {}
+    data = "\n".join(lines[start:stop]).encode("utf-8", "surrogatepass")
+    spans: dict[int, int] = {}
+    stack = [parse_shell_tree(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type != "heredoc_redirect":
+            stack.extend(node.children)
+            continue
+        closing = next((c for c in node.children if c.type == "heredoc_end"), None)
+        if closing is not None and closing.end_byte > closing.start_byte:
+            opened = start + node.start_point[0]
+            spans[opened] = max(spans.get(opened, 0), start + closing.end_point[0] + 1)
+    return spans
+
+
 def heredoc_opened_on(lines: list[str], number: int) -> Heredoc | None:
     """The first here-document that line `number` (1-based) opens, read by tree-sitter-bash from that
     line on: a `<<` in a comment, a string or an arithmetic shift (`$(( 1 << 4 ))`) opens none."""
@@ -215,15 +238,14 @@ class Script:
             return len(lines) + 1
         heredoc = self.embedding_heredoc
         end = heredoc.end_line if heredoc is not None and heredoc.end_line is not None else len(lines) + 1
+        # a here-document of the job's own (`cat > task.sh <<'EOF'` with a '#!' line, a '====' banner):
+        # its body is the job's text, up to its delimiter's line
+        skip = _heredoc_spans(lines, self.embedded_from, end - 1)
         index = self.embedded_from
         while index < end - 1:
             if _LATER_SHEBANG.match(lines[index]) or _QUOTATION_END.match(lines[index]):
                 return index + 1
-            # a here-document of the job's own (`cat > task.sh <<'EOF'` with a '#!' line, a '====' banner):
-            # its body is the job's text, up to its delimiter's line
-            inner = heredoc_opened_on(lines, index + 1) if "<<" in lines[index] else None
-            index = inner.end_line if inner is not None and inner.end_line is not None and inner.end_line < end \
-                else index + 1
+            index = max(index + 1, skip.get(index, 0))
         return end
 
     @cached_property
