@@ -274,17 +274,18 @@ def _read_alone(script) -> bool:
 
 
 def _copies_folder(shell: list[Target]):
-    """A private temporary folder for the quoted jobs' copies, or None: none is quoted, or no
-    temporary folder can be had outside the working directory (tempfile's last resort, which may be
-    the user's repository); then shellcheck reads those texts whole, as before."""
+    """A private temporary folder for the quoted jobs' copies, or None: none is quoted, or none of
+    $TMPDIR, /tmp, /var/tmp, /usr/tmp takes one (tempfile's last resort, the working directory, may be
+    the user's repository: not used); then shellcheck reads those texts whole, as before."""
     if not any(_read_alone(t.script) for t in shell):
         return None
-    try:
-        if os.path.realpath(tempfile.gettempdir()) == os.path.realpath(os.getcwd()):
-            return None
-        return tempfile.TemporaryDirectory(prefix="validator-")
-    except OSError:
-        return None
+    for folder in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp", "/usr/tmp"):
+        if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            try:
+                return tempfile.TemporaryDirectory(prefix="validator-", dir=folder)
+            except OSError:
+                continue
+    return None
 
 
 def _shellcheck_inputs(shell: list[Target], folder: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """What the validator checks: a preset folder (manifest, script, README) or a lone sbatch script."""
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,13 +42,20 @@ class Heredoc(NamedTuple):
 
 def _heredoc_spans(lines: list[str], start: int, stop: int) -> dict[int, int]:
     """{index of a line that opens a here-document: index of the line after its delimiter} for the
-    lines[start:stop], from one parse (tree-sitter-bash); a here-document whose delimiter never comes
-    (an empty heredoc_end at the end) is left out."""
+    lines[start:stop], from one parse (tree-sitter-bash). The delimiter's line is found as
+    heredoc_opened_on finds it (quotes removed, tabs stripped for `<<-`): tree-sitter places the end of
+    a partly quoted word (`<<E"OF"`) at the end of the input. A here-document whose delimiter never
+    comes is left out."""
     from validator.shell import parse_shell_tree
 
     if not any("<<" in line for line in lines[start:stop]):
         return {}
     data = "\n".join(lines[start:stop]).encode("utf-8", "surrogatepass")
+    where: dict[str, list[int]] = {}  # a line's text (and without leading tabs): the indexes that hold it
+    for index in range(start, stop):
+        where.setdefault(lines[index], []).append(index)
+        if lines[index].startswith("\t"):
+            where.setdefault("\t" + lines[index].lstrip("\t"), []).append(index)
     spans: dict[int, int] = {}
     stack = [parse_shell_tree(data).root_node]
     while stack:
@@ -55,10 +63,17 @@ def _heredoc_spans(lines: list[str], start: int, stop: int) -> dict[int, int]:
         if node.type != "heredoc_redirect":
             stack.extend(node.children)
             continue
-        closing = next((c for c in node.children if c.type == "heredoc_end"), None)
-        if closing is not None and closing.end_byte > closing.start_byte:
-            opened = start + node.start_point[0]
-            spans[opened] = max(spans.get(opened, 0), start + closing.end_point[0] + 1)
+        opener = next((c for c in node.children if c.type == "heredoc_start"), None)
+        if opener is None:
+            continue
+        word = opener.text.decode("utf-8", "replace")
+        delimiter = re.sub(r"[\"'\\]", "", word[1:] if word[:2] in ("$'", '$"') else word)
+        tabs = any(c.type == "<<-" for c in node.children)
+        opened = start + node.start_point[0]
+        found = [held[place] for held in (where.get(delimiter, []), where.get("\t" + delimiter, []) if tabs else [])
+                 for place in (bisect.bisect_right(held, opened),) if place < len(held)]
+        if found:
+            spans[opened] = max(spans.get(opened, 0), min(found) + 1)
     return spans
 
 

@@ -85,6 +85,12 @@ def is_batch_script(script) -> bool:
     return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
 
 
+# Variables Slurm sets only in a job's environment (sbatch.1, OUTPUT ENVIRONMENT VARIABLES)
+_IN_JOB_ONLY = {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_SUBMIT_DIR", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID",
+                "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_NTASKS",
+                "SLURM_CPUS_PER_TASK", "SLURM_PROCID", "SLURM_TMPDIR"}
+
+
 def is_submitter(script) -> bool:
     """A file that has no directive sbatch would read and runs sbatch itself or writes a job's text
     (#SBATCH lines in a heredoc or a string over several lines): a submitter or a job generator run on
@@ -97,9 +103,13 @@ def is_submitter(script) -> bool:
     # (`sbatch "$0"`) runs job work of its own: a job, not a submitter
     if script.shell.named("srun") or any(job_work(c) for c in script.shell.commands):
         return False
+    # its own code reads what only a job has (`cd "$SLURM_SUBMIT_DIR"`, `afterok:$SLURM_JOB_ID`): a job
+    # that cut its own header and submits a follow-up, not a submitter run on the login node
+    written = script.shell.text_lines()
+    if any(e.name in _IN_JOB_ONLY and e.line not in written for e in script.shell.expansions):
+        return False
     if script.shell.named("sbatch"):
         return True
-    written = script.shell.text_lines() if script.parsed.ignored_directives else set()
     return any(d.line in written for d in script.parsed.ignored_directives)
 
 

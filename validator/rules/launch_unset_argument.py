@@ -13,6 +13,8 @@ required, and set -u stops the job at the same place (round three hundred and fi
 that goes on without it (`if [ -z "$1" ]; then X=default; else X=$1; fi`), or ends the job with `exit 0`
 ("nothing to do"), is an optional argument, reported. Our presets (the strict profile) keep every use reported.
 """
+import re
+
 from validator.rules.base import in_function, is_decimal, set_effect
 
 ID = "launch-unset-argument"
@@ -74,22 +76,28 @@ def _tested(node) -> bool:
 
 
 
+# `-z "$1"`, alone or joined with `-o` / `||` to more of the same
+_PRESENCE_TEST = re.compile(r'^\s*-z\s+("?)\$\{?\w+\}?\1(\s+(-o|\|\|)\s+-z\s+("?)\$\{?\w+\}?\4)*\s*$')
+
+
 def _same(a, b) -> bool:
     return a is not None and b is not None and (a.type, a.start_byte, a.end_byte) == (b.type, b.start_byte, b.end_byte)
 
 
 def _required_check(node) -> bool:
-    """The expansion is the whole operand of a test that is only `-z` of it (`[[ -z $1 ]]`, `[ -z "$1" ]`:
-    no `!`, no `-a`), the condition of an `if` or the left side of `&&`, whose branch exits with
-    another status than 0: the usage check of a required argument (`if [[ -z $1 ]]; then usage; exit; fi`)."""
-    operand = node
-    if operand.parent is not None and operand.parent.type == "string" and len(operand.parent.named_children) == 1:
-        operand = operand.parent
-    unary = operand.parent
-    if unary is None or unary.type != "unary_expression" or unary.child_count != 2 or unary.child(0).text != b"-z":
+    """The expansion is in a test of emptiness only (`[[ -z $1 ]]`, `[ -z "$1" ]`, `[[ -z $1 || -z $2 ]]`,
+    `[ -z "$1" -o -z "$2" ]`: no `!`, no `-a` or `&&`, which make an argument optional), the condition of
+    an `if` or the left side of `&&`, whose branch exits with another status than 0: the usage check of
+    a required argument (`if [[ -z $1 ]]; then usage; exit; fi`)."""
+    test = node
+    while test is not None and test.type in ("simple_expansion", "expansion", "string", "unary_expression",
+                                             "binary_expression"):
+        test = test.parent
+    if test is None or test.type != "test_command":
         return False
-    test = unary.parent
-    if test is None or test.type != "test_command" or len(test.named_children) != 1:
+    inner = test.text.decode("utf-8", "replace").strip()
+    inner = inner[2:-2] if inner.startswith("[[") and inner.endswith("]]") else inner[1:-1]
+    if _PRESENCE_TEST.match(inner) is None:
         return False
     holder = test.parent
     if holder is None:
@@ -127,7 +135,8 @@ def _exits(node) -> bool:
         if name is None or name.text != b"exit":
             return False
         arguments = [c for c in node.named_children if c.type != "command_name"]
-        return not (arguments and arguments[0].text == b"0")
+        status = arguments[0].text.decode("utf-8", "replace").strip("\"'") if arguments else ""
+        return not (is_decimal(status) and int(status) == 0)
     if node.type in _OWN_PROCESS:
         return False
     return any(_exits(child) for child in node.children)

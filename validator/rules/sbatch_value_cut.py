@@ -12,7 +12,7 @@ reports such lines where they are directives. A run of two or more '#' in a valu
 `--output=TCR_##-npt2.out`) is a generator's fill-in mark that its sed replaces before sbatch reads the
 file: not reported (round one hundred and thirty). Nor is a note glued to a value, a word of letters
 and more words after the '#' (`--time=0-72:00#time needed for the run`, round three hundred and one),
-where the option takes no free text (a job name, a comment, a path: `--comment=see#issue 12` is cut).
+where the option's value is typed (a count, a time, a size; `--comment=see#issue 12` is cut).
 """
 import re
 
@@ -21,8 +21,13 @@ import re
 # and sbatch keeps the value before it, as meant. A value that goes on (`nvcr.io#nvidia/pytorch`,
 # `run#2`) is one word, or no word of letters.
 _NOTE = re.compile(r"[A-Za-z][A-Za-z']*[,:]?\s+\S")
-# options whose value is free text or a path: a '#' and words there are part of what was meant
-_FREE_TEXT = {"job-name", "comment", "wckey", "mail-user", "output", "error", "input", "chdir"}
+# options whose value is a count, a size, a time or a name of the cluster's (not free text, a path or a
+# list of settings): a '#' and words after such a value are a note
+_TYPED = {"time", "time-min", "mem", "mem-per-cpu", "mem-per-gpu", "nodes", "ntasks", "ntasks-per-node",
+          "ntasks-per-socket", "ntasks-per-core", "ntasks-per-gpu", "cpus-per-task", "cpus-per-gpu", "gpus",
+          "gpus-per-node", "gpus-per-task", "gpus-per-socket", "gres", "partition", "account", "qos", "array",
+          "nice", "priority", "mail-type", "threads-per-core", "sockets-per-node", "cores-per-socket", "tmp",
+          "licenses", "reservation", "constraint", "distribution", "exclusive", "mincpus"}
 
 ID = "sbatch-value-cut"
 SEVERITY = "error"
@@ -54,9 +59,9 @@ def check(target):
 
 def _note(parsed, directive) -> bool:
     """The text after the '#' is a note in words, not the rest of a value: the option it follows
-    has a value of its own and takes no free text (a job name, a comment, a path may hold '#' and
-    words: `--comment=see#issue 12` lost its issue number)."""
+    has a typed value of its own (_TYPED; a job name, a comment, a path, an --export list may hold
+    '#' and words: `--comment=see#issue 12` lost its issue number)."""
     cut = [o for o in parsed.options if o.line == directive.line and o.col < directive.cut_at]
-    if not cut or not cut[-1].value or cut[-1].name is None or cut[-1].name in _FREE_TEXT:
+    if not cut or not cut[-1].value or cut[-1].name not in _TYPED:
         return False
     return _NOTE.match(directive.text[directive.cut_at:]) is not None
