@@ -40,6 +40,18 @@ class Heredoc(NamedTuple):
     reader: str  # the command that reads the body (`sbatch <<EOF`: sbatch; `cat > job.sh <<EOF`: cat)
 
 
+def _heredoc_delimiter(node) -> tuple[str, str, bool] | None:
+    """(the word after `<<` as written, the delimiter line bash waits for, whether leading tabs are
+    stripped) of a heredoc_redirect node: quotes and backslashes removed ($'EOF' is quoted too), and
+    `<<-` strips leading tabs (bash(1), Here Documents). None without a word."""
+    opener = next((c for c in node.children if c.type == "heredoc_start"), None)
+    if opener is None:
+        return None
+    word = opener.text.decode("utf-8", "replace")
+    delimiter = re.sub(r"[\"'\\]", "", word[1:] if word[:2] in ("$'", '$"') else word)
+    return word, delimiter, any(c.type == "<<-" for c in node.children)
+
+
 def _heredoc_spans(lines: list[str], start: int, stop: int) -> dict[int, int]:
     """{index of a line that opens a here-document: index of the line after its delimiter} for the
     lines[start:stop], from one parse (tree-sitter-bash). The delimiter's line is found as
@@ -63,12 +75,10 @@ def _heredoc_spans(lines: list[str], start: int, stop: int) -> dict[int, int]:
         if node.type != "heredoc_redirect":
             stack.extend(node.children)
             continue
-        opener = next((c for c in node.children if c.type == "heredoc_start"), None)
+        opener = _heredoc_delimiter(node)
         if opener is None:
             continue
-        word = opener.text.decode("utf-8", "replace")
-        delimiter = re.sub(r"[\"'\\]", "", word[1:] if word[:2] in ("$'", '$"') else word)
-        tabs = any(c.type == "<<-" for c in node.children)
+        _word, delimiter, tabs = opener
         opened = start + node.start_point[0]
         found = [held[place] for held in (where.get(delimiter, []), where.get("\t" + delimiter, []) if tabs else [])
                  for place in (bisect.bisect_right(held, opened),) if place < len(held)]
@@ -96,11 +106,9 @@ def heredoc_opened_on(lines: list[str], number: int) -> Heredoc | None:
         start = next((c for c in node.children if c.type == "heredoc_start"), None)
         if start is None:
             return None
-        word = start.text.decode("utf-8", "replace")
-        delimiter = re.sub(r"[\"'\\]", "", word[1:] if word[:2] in ("$'", '$"') else word)  # $'EOF' is quoted
+        word, delimiter, tabs = _heredoc_delimiter(node)
         # the delimiter's line found here: tree-sitter-bash's heredoc_end misplaces it after a partly
-        # quoted word (E"OF"); `<<-` strips leading tabs from it
-        tabs = any(c.type == "<<-" for c in node.children)
+        # quoted word (E"OF")
         end = next((i + 1 for i in range(number, len(lines))
                     if (lines[i].lstrip("\t") if tabs else lines[i]) == delimiter), None)
         rest = data.split(b"\n", 1)[0][start.end_point[1]:].decode("utf-8", "replace").strip()

@@ -85,10 +85,16 @@ def is_batch_script(script) -> bool:
     return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
 
 
-# Variables Slurm sets only in a job's environment (sbatch.1, OUTPUT ENVIRONMENT VARIABLES)
-_IN_JOB_ONLY = {"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_SUBMIT_DIR", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID",
-                "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_NTASKS",
-                "SLURM_CPUS_PER_TASK", "SLURM_PROCID", "SLURM_TMPDIR"}
+# Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
+# slurm-22-05-0-1 and slurm-26-05-1-1): a script whose own code reads one runs in a job
+JOB_ONLY_VARIABLES = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_SUBMIT_DIR", "SLURM_ARRAY_TASK_ID",
+                                "SLURM_ARRAY_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES",
+                                "SLURM_NNODES", "SLURM_NTASKS", "SLURM_CPUS_PER_TASK", "SLURM_PROCID"})
+
+
+def node_key(node) -> tuple:
+    """A tree-sitter node's identity (the binding builds node objects anew on every access)."""
+    return (node.start_byte, node.end_byte, node.type)
 
 
 def is_submitter(script) -> bool:
@@ -106,7 +112,7 @@ def is_submitter(script) -> bool:
     # its own code reads what only a job has (`cd "$SLURM_SUBMIT_DIR"`, `afterok:$SLURM_JOB_ID`): a job
     # that cut its own header and submits a follow-up, not a submitter run on the login node
     written = script.shell.text_lines()
-    if any(e.name in _IN_JOB_ONLY and e.line not in written for e in script.shell.expansions):
+    if any(e.name in JOB_ONLY_VARIABLES and e.line not in written for e in script.shell.expansions):
         return False
     if script.shell.named("sbatch"):
         return True

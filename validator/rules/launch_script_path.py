@@ -28,8 +28,8 @@ profile) keep every use reported.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, bad_batch, declared_names, enclosing, enclosing_command,
-                                  enclosing_command_name, is_batch_script)
+from validator.rules.base import (GOOD_BATCH, JOB_ONLY_VARIABLES, bad_batch, declared_names, enclosing,
+                                  enclosing_command, enclosing_command_name, is_batch_script, node_key)
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -61,12 +61,8 @@ def _printed(expansion) -> bool:
 
 
 _SUBMIT = "SLURM_SUBMIT_DIR"
-_IN_SLURM = {"SLURM_JOB_ID", "SLURM_JOBID", _SUBMIT}
+_IN_SLURM = JOB_ONLY_VARIABLES
 _SCOPES = ("if_statement", "function_definition")
-
-
-def _key(node):
-    return (node.start_byte, node.end_byte, node.type)
 
 
 def _mark(expansions, names) -> set:
@@ -79,9 +75,9 @@ def _mark(expansions, names) -> set:
         node = expansion.node.parent
         while node is not None:
             if node.type in _SCOPES:
-                if _key(node) in marked:
+                if node_key(node) in marked:
                     break
-                marked.add(_key(node))
+                marked.add(node_key(node))
             node = node.parent
     return marked
 
@@ -118,10 +114,10 @@ def _guarded(node, submit: set, in_slurm: set) -> bool:
         if node.type in ("else_clause", "elif_clause"):
             branch = node
         elif node.type in _SCOPES:
-            if _key(node) in submit:
+            if node_key(node) in submit:
                 return True
-            if node.type == "if_statement" and branch is not None and branch.parent == node and _key(node) in in_slurm \
-                    and not _tests_outside(node):
+            if node.type == "if_statement" and branch is not None and branch.parent == node \
+                    and node_key(node) in in_slurm and not _tests_outside(node):
                 return True  # the else branch of `if [ -n "$SLURM_JOB_ID" ]`: only outside Slurm
             if node.type == "if_statement" and (branch is None or branch.parent != node) and _tests_outside(node):
                 return True  # the then-branch of `if [ -z "$SLURM_JOB_ID" ]`: only outside Slurm

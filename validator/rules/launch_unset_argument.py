@@ -15,7 +15,7 @@ that goes on without it (`if [ -z "$1" ]; then X=default; else X=$1; fi`), or en
 """
 import re
 
-from validator.rules.base import in_function, is_decimal, set_effect
+from validator.rules.base import in_function, is_decimal, node_key, set_effect
 
 ID = "launch-unset-argument"
 SEVERITY = "error"
@@ -80,10 +80,6 @@ def _tested(node) -> bool:
 _PRESENCE_TEST = re.compile(r'^\s*-z\s+("?)\$\{?\w+\}?\1(\s+(-o|\|\|)\s+-z\s+("?)\$\{?\w+\}?\4)*\s*$')
 
 
-def _same(a, b) -> bool:
-    return a is not None and b is not None and (a.type, a.start_byte, a.end_byte) == (b.type, b.start_byte, b.end_byte)
-
-
 def _required_check(node) -> bool:
     """The expansion is in a test of emptiness only (`[[ -z $1 ]]`, `[ -z "$1" ]`, `[[ -z $1 || -z $2 ]]`,
     `[ -z "$1" -o -z "$2" ]`: no `!`, no `-a` or `&&`, which make an argument optional), the condition of
@@ -103,7 +99,7 @@ def _required_check(node) -> bool:
     if holder is None:
         return False
     children = holder.children
-    place = next((i for i, child in enumerate(children) if _same(child, test)), None)
+    place = next((i for i, child in enumerate(children) if node_key(child) == node_key(test)), None)
     if place is None:
         return False
     if holder.type == "if_statement":

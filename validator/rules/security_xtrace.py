@@ -23,7 +23,7 @@ script does not build only from public names, and every copy of one.
 import bisect
 import re
 
-from validator.rules.base import enclosing, set_effect, sourced
+from validator.rules.base import enclosing, node_key, set_effect, sourced
 from validator.secrets import built_from_public, copies, is_secret
 ID = "security-xtrace"
 SEVERITY = "error"
@@ -79,9 +79,6 @@ def _block(node):
     return child
 
 
-def _key(node):
-    return (node.start_byte, node.end_byte, node.type)
-
 
 class _Reach:
     """What the traces of one script may print, read once (a script of 10,000 `set -x` / `set +x` pairs
@@ -96,7 +93,7 @@ class _Reach:
         self.untrace: dict[tuple, list[int]] = {}  # block -> lines of its set +x, in order
         for c in shell.named("set"):
             if _untraces(c) and c.node is not None:
-                self.untrace.setdefault(_key(_block(c.node)), []).append(c.line)
+                self.untrace.setdefault(node_key(_block(c.node)), []).append(c.line)
         for lines in self.untrace.values():
             lines.sort()
         self.touched = sorted({a.line for a in shell.assignments if a.name in tainted}
@@ -116,7 +113,7 @@ class _Reach:
         or a subshell)."""
         best = float("inf")
         while node is not None:
-            lines = self.untrace.get(_key(node))
+            lines = self.untrace.get(node_key(node))
             if lines:
                 at = bisect.bisect_right(lines, start)
                 if at < len(lines):
