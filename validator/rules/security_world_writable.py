@@ -4,11 +4,16 @@ Premise: /tmp, /var/tmp and /dev/shm are shared by every user and job on the nod
 collides or can be planted. Holds for: every Slurm release (no Slurm behaviour involved).
 Not while the job holds its nodes alone (`--exclusive`, no value: "the job allocation can not share
 nodes with other running jobs", sbatch.1 at slurm-26-05-1-1; "The job allocation can not share nodes
-with other running jobs" at slurm-22-05-0-1; =user and =mcs let other jobs in: base.exclusive_nodes): no other job runs beside it to collide with or plant files
-while it runs (round thirty-six: two judged false on Pawsey's --exclusive mnist job). The strict
-profile keeps it: a folder left by an earlier job can still be in the way.
+with other running jobs" at slurm-22-05-0-1; =user and =mcs let other jobs in: base.exclusive_nodes):
+no other job runs beside it to collide with or plant files while it runs (round thirty-six: two judged
+false on Pawsey's --exclusive mnist job). Nor, in the default profile, where the job takes all the
+memory or every GPU of its nodes as launch-master-port reads it (base.whole_nodes and
+base.maybe_whole_nodes: four or more GPUs are the whole node on the many 4-GPU nodes): the jobs that
+would take the same folder, the script's own siblings, need GPUs and none is left (round 320: nine
+findings judged false on jobs of DeltaAI's 4-GH200 nodes). The strict profile keeps it: a folder left
+by an earlier job can still be in the way.
 """
-from validator.rules.base import exclusive_nodes
+from validator.rules.base import maybe_whole_nodes, whole_nodes
 
 ID = "security-world-writable"
 SEVERITY = "warning"
@@ -27,7 +32,7 @@ def _shared(text):
 
 def check(target):
     script = target.script
-    if not target.strict and exclusive_nodes(script.parsed):
+    if not target.strict and (whole_nodes(target) or maybe_whole_nodes(target)):
         return  # no other job shares the node while this one runs
     for name in ("output", "error", "chdir"):
         for option in script.parsed.get(name):
