@@ -12,9 +12,13 @@ slurm-26-05-1-1: after it even '#SBATCH' is a comment, which sbatch-directive-af
 and only with an option after it ('# SBATCH' alone heads a comment banner).
 '# SBATCH' (or '##SBATCH') in a script that has live #SBATCH lines is the usual way to switch a
 directive off on purpose: that is reported in the strict profile only (our presets delete what
-they do not use); elsewhere only the forms that are no way of disabling anything.
+they do not use); elsewhere only the forms that are no way of disabling anything. Nor, in the default
+profile, a look-alike whose every option a live #SBATCH line sets too (`#sbatch --cpus-per-task=1` above
+`#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author asked for is lost.
 """
 import re
+
+from validator.sbatch import MAGIC, parse_script
 
 ID = "sbatch-lookalike"
 SEVERITY = "error"
@@ -25,6 +29,14 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#sbatch --gpus-per-task=8\nset -euo pipefail\necho ok\n"}
 
 _DISABLED = re.compile(r"#+\s+SBATCH\s")  # '# SBATCH --x', '## SBATCH --x' at column 1
+_SBATCH_WORD = re.compile(r"^\s*#\s*sbatch", re.I)
+
+
+def _set_live(look, parsed) -> bool:
+    """Every option of the look-alike line, read as the live directive it looks like, is set by a live
+    #SBATCH line too (an option the table does not know counts as not set)."""
+    options = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
+    return bool(options) and all(o.name is not None and parsed.get(o.name) for o in options)
 
 
 def check(target):
@@ -33,6 +45,6 @@ def check(target):
     inside = target.script.shell.text_lines() if lookalikes else set()  # written for another job
     switched_off = bool(parsed.directives) and not target.strict
     for look in lookalikes:
-        if look.line in inside or (switched_off and _DISABLED.match(look.text)):
+        if look.line in inside or (switched_off and (_DISABLED.match(look.text) or _set_live(look, parsed))):
             continue
         yield (target.script.display, look.line, look.col, look.why)
