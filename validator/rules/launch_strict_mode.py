@@ -26,8 +26,8 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
-                                  set_effect)
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, in_function,
+                                  is_batch_script, set_effect, sourced)
 from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -83,12 +83,17 @@ def _first_word(node) -> str:
     return words[0].rstrip(";") if words else ""
 
 
-def _risks(script):
+def _risks(script, sourced_shells=()):
     """Where a failed srun can pass unnoticed: srun | tee without pipefail, or a command after the
-    main srun that becomes the job's status without set -e."""
+    main srun that becomes the job's status without set -e. A repository file the script sources
+    (base.sourced: one that is there to read) runs in the batch shell, so its own top-level `set -e`
+    (`source slurm/env.sh`, whose first line is `set -eo pipefail`: rounds 304, 313, 317 and 324) is the
+    job's; one inside a function of it only when called, and not read."""
     shell = script.shell
     flags, options = set(script.interpreter_flags), set()  # `#!/bin/bash -e` is set -e from the start
-    for command in shell.named("set"):
+    brought_in = [c for other in sourced_shells for c in other.named("set")
+                  if c.node is not None and not in_function(c.node)]
+    for command in [*shell.named("set"), *brought_in]:
         effect = set_effect(command)
         flags |= effect.on
         options |= effect.options_on
@@ -253,7 +258,7 @@ def check(target):
     if not is_batch_script(script) or not script.shell_language:
         return  # set -euo pipefail is bash's; a tcsh or Python job script has its own ways
     if not target.strict:
-        for line, message in _risks(script):
+        for line, message in _risks(script, sourced(target).shells):
             yield (script.display, line, 1, message)
         return
     shell = script.shell
