@@ -406,9 +406,8 @@ def _cpus_per_node(parsed) -> int:
 
 def whole_nodes(target) -> bool:
     """--exclusive (no value, or =exclusive), --mem=0, or every GPU of the node: no other job of this kind
-    shares the node (a fixed port cannot collide, a fixed /tmp folder is the job's own; =user and =mcs
-    still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at
-    slurm-26-05-1-1)."""
+    shares the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
+    segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
     parsed = target.script.parsed
     # --mem=0: "grants the job access to all of the memory on each node" (sbatch.1, --mem, at
     # slurm-22-05-0-1 and slurm-26-05-1-1): where memory is a consumable resource, as on GPU

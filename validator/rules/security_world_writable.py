@@ -6,14 +6,14 @@ Not while the job holds its nodes alone (`--exclusive`, no value: "the job alloc
 nodes with other running jobs", sbatch.1 at slurm-26-05-1-1; "The job allocation can not share nodes
 with other running jobs" at slurm-22-05-0-1; =user and =mcs let other jobs in: base.exclusive_nodes):
 no other job runs beside it to collide with or plant files while it runs (round thirty-six: two judged
-false on Pawsey's --exclusive mnist job). Nor, in the default profile, where the job takes all the
-memory or every GPU of its nodes as launch-master-port reads it (base.whole_nodes and
-base.maybe_whole_nodes: four or more GPUs are the whole node on the many 4-GPU nodes): the jobs that
-would take the same folder, the script's own siblings, need GPUs and none is left (round 320: nine
-findings judged false on jobs of DeltaAI's 4-GH200 nodes). The strict profile keeps it: a folder left
-by an earlier job can still be in the way.
+false on Pawsey's --exclusive mnist job). Nor, in the default profile, where a job that is no array
+takes four or more GPUs of a node, the whole of the many 4-GPU nodes (base.maybe_whole_nodes, which
+launch-master-port reads too): the jobs that would take the same folder, the script's own siblings,
+need GPUs and none is left (round 320: nine findings judged false on jobs of DeltaAI's 4-GH200 nodes).
+An array's tasks are such siblings, and on an 8-GPU node two of them run side by side: reported. The
+strict profile keeps them all: a folder left by an earlier job can still be in the way.
 """
-from validator.rules.base import maybe_whole_nodes, whole_nodes
+from validator.rules.base import exclusive_nodes, maybe_whole_nodes
 
 ID = "security-world-writable"
 SEVERITY = "warning"
@@ -32,7 +32,8 @@ def _shared(text):
 
 def check(target):
     script = target.script
-    if not target.strict and (whole_nodes(target) or maybe_whole_nodes(target)):
+    if not target.strict and (exclusive_nodes(script.parsed)
+                              or maybe_whole_nodes(target) and not script.parsed.get("array")):
         return  # no other job shares the node while this one runs
     for name in ("output", "error", "chdir"):
         for option in script.parsed.get(name):
