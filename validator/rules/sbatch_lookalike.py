@@ -13,8 +13,10 @@ and only with an option after it ('# SBATCH' alone heads a comment banner).
 '# SBATCH' (or '##SBATCH') in a script that has live #SBATCH lines is the usual way to switch a
 directive off on purpose: that is reported in the strict profile only (our presets delete what
 they do not use); elsewhere only the forms that are no way of disabling anything. Nor, in the default
-profile, a look-alike whose every option a live #SBATCH line sets too (`#sbatch --cpus-per-task=1` above
-`#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author asked for is lost.
+profile, a look-alike whose every option a live #SBATCH line sets to the same value (`#sbatch
+--cpus-per-task=1` above `#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author
+asked for is lost. With another value (`#sbatch -N 4` beside `#SBATCH --nodes=1`) the author may have meant
+the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
 """
 import re
 
@@ -33,10 +35,14 @@ _SBATCH_WORD = re.compile(r"^\s*#\s*sbatch", re.I)
 
 
 def _set_live(look, parsed) -> bool:
-    """Every option of the look-alike line, read as the live directive it looks like, is set by a live
-    #SBATCH line too (an option the table does not know counts as not set)."""
-    options = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
-    return bool(options) and all(o.name is not None and parsed.get(o.name) for o in options)
+    """Every option of the look-alike line, read as the live directive it looks like, is set to the same
+    value by a live #SBATCH line too (an option the table does not know, or one of a heterogeneous job,
+    counts as not set: a look-alike after `#SBATCH hetjob` belongs to a later component)."""
+    if any(option.component for option in parsed.options):
+        return False
+    looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
+    return bool(looks) and all(o.name is not None and not o.problem and parsed.get(o.name)
+                               and o.value == parsed.value(o.name) for o in looks)
 
 
 def check(target):
