@@ -20,7 +20,7 @@ the look-alike's: reported; so is any look-alike of a heterogeneous job (its com
 """
 import re
 
-from validator.sbatch import MAGIC, parse_script
+from validator.sbatch import MAGIC, SAME_SETTING, parse_script
 
 ID = "sbatch-lookalike"
 SEVERITY = "error"
@@ -34,15 +34,20 @@ _DISABLED = re.compile(r"#+\s+SBATCH\s")  # '# SBATCH --x', '## SBATCH --x' at c
 _SBATCH_WORD = re.compile(r"^\s*#\s*sbatch", re.I)
 
 
-def _set_live(look, parsed) -> bool:
-    """Every option of the look-alike line, read as the live directive it looks like, is set to the same
-    value by a live #SBATCH line too (an option the table does not know, or one of a heterogeneous job,
-    counts as not set: a look-alike after `#SBATCH hetjob` belongs to a later component)."""
+def _live_values(parsed) -> dict | None:
+    """Each option the live #SBATCH lines set, by its canonical name, with the value the last one gives
+    (what sbatch applies); None for a heterogeneous job, whose components this does not tell apart."""
     if any(option.component for option in parsed.options):
-        return False
+        return None
+    return {SAME_SETTING.get(o.name, o.name): o.value for o in parsed.options if o.name is not None}
+
+
+def _set_live(look, live: dict) -> bool:
+    """Every option of the look-alike line, read as the live directive it looks like, is set to the same
+    value by a live #SBATCH line too (an option the table does not know counts as not set)."""
     looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
-    return bool(looks) and all(o.name is not None and not o.problem and parsed.get(o.name)
-                               and o.value == parsed.value(o.name) for o in looks)
+    return bool(looks) and all(o.name is not None and not o.problem and SAME_SETTING.get(o.name, o.name) in live
+                               and live[SAME_SETTING.get(o.name, o.name)] == o.value for o in looks)
 
 
 def check(target):
@@ -50,7 +55,9 @@ def check(target):
     lookalikes = parsed.lookalikes
     inside = target.script.shell.text_lines() if lookalikes else set()  # written for another job
     switched_off = bool(parsed.directives) and not target.strict
+    live = _live_values(parsed) if switched_off and lookalikes else None  # built once: linear in the lines
     for look in lookalikes:
-        if look.line in inside or (switched_off and (_DISABLED.match(look.text) or _set_live(look, parsed))):
+        if look.line in inside or (switched_off and (_DISABLED.match(look.text)
+                                                     or live is not None and _set_live(look, live))):
             continue
         yield (target.script.display, look.line, look.col, look.why)
