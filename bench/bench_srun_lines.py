@@ -9,7 +9,9 @@ of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset n
 (`[ -s out ] || exit 1`); "killed-servers", 5,000 server steps each kept by `P=$!` and killed before a bare
 `wait`; "case-arms", one case statement of 5,000 arms, every other one a step in the background and
 the rest a step and a bare `wait` (2,500 findings); "quoted-heredocs", a job quoted in a text that writes
-a helper with a here-document before each of its 2,000 steps. shellcheck is off (--no-shellcheck): this
+a helper with a here-document before each of its 2,000 steps; "lookalikes", 5,000 live `#SBATCH -t1` directives
+and 300 `#sbatch` look-alike lines of 100 options each before 1,000 steps (sbatch-lookalike reads the live
+values once). shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -52,9 +54,15 @@ def shapes() -> dict[str, str]:
     # (Script.embedded_to; one parse a here-document took 308 s on such a 208 KB text)
     quoted = "Notes: the job as submitted\n```\n" + HEAD + "".join(
         f"cat > t{i}.sh <<'EOF'\n#!/bin/bash\necho {i}\nEOF\nsrun -n1 ./t{i}.sh\n" for i in range(LINES // 5)) + "```\n"
+    # 300 look-alike lines of 100 options each beside 5,000 live directives, before the first command: each
+    # look-alike is compared with the live values read once (a scan of the live options per look-alike
+    # option took 19.6 s on such a script)
+    lookalikes = ("#!/bin/bash\n" + "#SBATCH -t1\n" * 5_000 + ("#sbatch" + " -t1" * 100 + "\n") * 300
+                  + "set -euo pipefail\n" + "".join(f"srun -n1 hostname {i}\n" for i in range(LINES // 10)))
     return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function,
             "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n", "wait-checks": HEAD + wait_checks,
-            "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms, "quoted-heredocs": quoted}
+            "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms, "quoted-heredocs": quoted,
+            "lookalikes": lookalikes}
 
 
 def run_once(path: Path) -> float:
