@@ -40,10 +40,9 @@ Holds for: every release (22.05-26.05).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, all_memory, as_int, bad_batch, enclosing_command, enclosing_command_name,
-                                  exclusive_nodes, gres_gpus, is_decimal, launcher_commands, manifest_of, non_ascii_number,
-                                  read_beyond_parse,
-                                  requested_gpus_per_node, srun_option)
+from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, as_int, bad_batch, enclosing_command,
+                                  enclosing_command_name, gres_gpus, is_decimal, launcher_commands, maybe_whole_nodes,
+                                  non_ascii_number, read_beyond_parse, srun_option, whole_nodes)
 from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
 
 ID = "launch-master-port"
@@ -55,13 +54,6 @@ GOOD = {"run.sbatch": GOOD_BATCH}
 # two of the node's GPUs: another job can land beside it
 BAD = {"run.sbatch": bad_batch("export MASTER_PORT=$(( 20000 + SLURM_JOB_ID % 12000 ))", "export MASTER_PORT=29500")
        ["run.sbatch"].replace("#SBATCH --gpus-per-task=8", "#SBATCH --gpus-per-task=2", 1)}
-_NODE_GPUS = 8  # GPUs of a node when no manifest says: HGX/DGX boards
-# A 4-GPU request takes a whole node when it also takes this many CPUs (4-GPU boards have 32-64 cores).
-_SMALL_NODE_GPUS, _SMALL_NODE_CPUS = 4, 32
-# Any GPU request takes a whole node when it also takes this many CPUs of it.
-_WHOLE_NODE_CPUS = 128
-
-
 _PORT = re.compile(r":([0-9]+)$")
 # localhost:0: the rendezvous store on this host takes any free port the kernel gives it (what
 # torchrun --standalone itself uses: run() in torch/distributed/run.py, torch 2.13.0): no fixed port.
@@ -70,48 +62,6 @@ _LOCAL_ANY_PORT = re.compile(r"(localhost|127\.0\.0\.1):0$")
 # (LAUNCHER="accelerate launch --main_process_port 29500 ..."): `--master_port 6000`, `:29500`
 _TEXT = re.compile(r"(?:--(?:master|main)[_-](?:process[_-])?port[= ]+|rdzv[_-]endpoint[= ]+[^\s:]*:)([0-9]+)\b")
 
-
-def _cpus_per_node(parsed) -> int:
-    """CPUs a node gives the job from the directives: --cpus-per-task times --ntasks-per-node (1 when
-    unsaid), --cpus-per-gpu times the GPUs, or --mincpus; 0 when nothing asks."""
-    per_task, tasks = as_int(parsed.value("cpus-per-task")), as_int(parsed.value("ntasks-per-node")) or 1
-    per_gpu, gpus = as_int(parsed.value("cpus-per-gpu")), requested_gpus_per_node(parsed) or 0
-    return max((per_task or 0) * tasks, (per_gpu or 0) * gpus, as_int(parsed.value("mincpus")) or 0)
-
-
-def _whole_nodes(target) -> bool:
-    """--exclusive (no value, or =exclusive), or every GPU of the node: no other job of this kind shares
-    the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
-    segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
-    parsed = target.script.parsed
-    # --mem=0: "grants the job access to all of the memory on each node" (sbatch.1, --mem, at
-    # slurm-22-05-0-1 and slurm-26-05-1-1): where memory is a consumable resource, as on GPU
-    # clusters, no second job fits beside it (round seventy-three: dolomite-engine's GB200 job)
-    if exclusive_nodes(parsed) or all_memory(parsed):
-        return True
-    manifest = manifest_of(target)
-    topology = manifest.get("topology") if isinstance(manifest, dict) else None
-    gpu = topology.get("gpu") if isinstance(topology, dict) else None
-    node_gpus = gpu.get("per_node") if isinstance(gpu, dict) and isinstance(gpu.get("per_node"), int) else _NODE_GPUS
-    requested = requested_gpus_per_node(parsed)
-    if requested is None:
-        return False
-    if requested >= node_gpus or node_gpus == _NODE_GPUS and _cpus_per_node(parsed) >= _WHOLE_NODE_CPUS:
-        return True
-    return (node_gpus == _NODE_GPUS and requested >= _SMALL_NODE_GPUS
-            and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
-
-
-def _maybe_whole_nodes(target) -> bool:
-    """Four or more GPUs of a node whose size no manifest gives: on the many 4- and 6-GPU nodes
-    (Perlmutter, Leonardo Booster, JUWELS Booster, Polaris, Alps' and Isambard-AI's GH200 nodes,
-    Summit/AiMOS) that is the whole node, on an 8-GPU board half of it. The script does not say which:
-    a fixed port there is reported by the strict profile only (rounds 45, 47, 73, 89, 93, 97: nine
-    such findings judged false on 4- and 6-GPU nodes; round 39's four true ones on 8-GPU nodes)."""
-    if manifest_of(target):
-        return False
-    requested = requested_gpus_per_node(target.script.parsed)
-    return requested is not None and requested >= _SMALL_NODE_GPUS
 
 
 _FIXED = "fixed port"
@@ -137,7 +87,7 @@ def _kept(message: str, whole: bool, strict: bool) -> bool:
 
 def check(target):
     script = target.script
-    whole = _whole_nodes(target) or not target.strict and _maybe_whole_nodes(target)
+    whole = whole_nodes(target) or not target.strict and maybe_whole_nodes(target)
     found = [f for f in _findings(script, exported_ignored=not target.strict and _one_process(script))
              if _kept(f[3], whole, target.strict)]
     reported = {line for _, line, _, _ in found}

@@ -115,8 +115,13 @@ def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
     if not _RANK_OPTION.search(data[line_start:node.start_byte].decode("utf-8", "replace")):
         return False
     scope = enclosing(node, ("string", "raw_string", "command", "program"))
-    if scope is not None and scope.type == "string" and scope.parent is not None and scope.parent.type == "command":
-        scope = scope.parent  # a quoted argument: the command's other words say the backend
+    if scope is not None and scope.type == "string":
+        # a quoted argument (`"$SLURM_NODEID"`), also glued to its option (`--node-rank="$SLURM_NODEID"`, a
+        # concatenation): the command's other words say the backend (round 321)
+        word = scope.parent.parent if scope.parent is not None and scope.parent.type == "concatenation" \
+            else scope.parent
+        if word is not None and word.type == "command":
+            scope = word
     if scope is None:
         return False
     key = (scope.start_byte, scope.end_byte)
