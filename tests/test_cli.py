@@ -255,3 +255,36 @@ def test_quoted_job_copy_names_the_real_file_and_leaves_nothing(tmp_path):
     proc = run_validator(str(plain), env={"TMPDIR": str(scratch)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert list(scratch.iterdir()) == []
+
+
+def test_a_sourced_repository_file_that_sets_errexit_is_the_jobs_strict_mode(tmp_path):
+    """`source "${SLURM_SUBMIT_DIR:-$(pwd)}/slurm/env.sh"` whose top level runs `set -eo pipefail` (rounds 304,
+    313, 317, 324: OpenADMET/SARizard's jobs) puts the batch shell in strict mode: no launch-strict-mode
+    finding. A `set -e` only inside a function of the file, one the file turns off again, one behind a guard,
+    a file sourced only in a branch, or a file that is not there, changes nothing."""
+    (tmp_path / ".git").mkdir()  # the repository's root (engine.find_root)
+    (tmp_path / "slurm").mkdir()
+    job = tmp_path / "slurm" / "analyze.sbatch"
+    job.write_text('#!/bin/bash\n#SBATCH --time=02:00:00\n#SBATCH --gres=gpu:1\n'
+                   'source "${SLURM_SUBMIT_DIR:-$(pwd)}/slurm/env.sh"\npython evaluate.py\necho "done"\n')
+    env = tmp_path / "slurm" / "env.sh"
+    env.write_text("set -eo pipefail\nexport PROJECT_ROOT=/project\n")
+    result = run_validator(str(job))
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
+    env.write_text("strict() {\n  set -eo pipefail\n}\nexport PROJECT_ROOT=/project\n")
+    result = run_validator(str(job))
+    assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr
+    env.write_text("set -euo pipefail\nexport PROJECT_ROOT=/project\nset +euo pipefail\n")  # restores what it set
+    result = run_validator(str(job))
+    assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr
+    env.write_text('[[ "${BASH_SOURCE[0]}" == "$0" ]] && set -e\nif [[ -n $STRICT ]]; then set -e; fi\n')
+    result = run_validator(str(job))
+    assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr
+    env.write_text("set -eo pipefail\n")
+    job.write_text(job.read_text().replace('source "${SLURM_SUBMIT_DIR:-$(pwd)}/slurm/env.sh"',
+                                           'if [[ $DEBUG == 1 ]]; then source slurm/env.sh; fi'))
+    result = run_validator(str(job))  # sourced only in a branch: not every run
+    assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr
+    env.unlink()
+    result = run_validator(str(job))
+    assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr

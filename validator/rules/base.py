@@ -389,7 +389,7 @@ def manifest_of(target):
     return target.preset.manifest if target.preset is not None else None
 
 
-_NODE_GPUS = 8  # GPUs of a node when no manifest says: HGX/DGX boards
+NODE_GPUS = 8  # GPUs of a node when no manifest says: HGX/DGX boards
 # A 4-GPU request takes a whole node when it also takes this many CPUs (4-GPU boards have 32-64 cores).
 _SMALL_NODE_GPUS, _SMALL_NODE_CPUS = 4, 32
 # Any GPU request takes a whole node when it also takes this many CPUs of it.
@@ -406,9 +406,8 @@ def _cpus_per_node(parsed) -> int:
 
 def whole_nodes(target) -> bool:
     """--exclusive (no value, or =exclusive), --mem=0, or every GPU of the node: no other job of this kind
-    shares the node (a fixed port cannot collide, a fixed /tmp folder is the job's own; =user and =mcs
-    still let some jobs in; =topo is about segments: src/common/slurm_opt.c, arg_set_exclusive, at
-    slurm-26-05-1-1)."""
+    shares the node, a fixed port cannot collide (=user and =mcs still let some jobs in; =topo is about
+    segments: src/common/slurm_opt.c, arg_set_exclusive, at slurm-26-05-1-1)."""
     parsed = target.script.parsed
     # --mem=0: "grants the job access to all of the memory on each node" (sbatch.1, --mem, at
     # slurm-22-05-0-1 and slurm-26-05-1-1): where memory is a consumable resource, as on GPU
@@ -418,13 +417,13 @@ def whole_nodes(target) -> bool:
     manifest = manifest_of(target)
     topology = manifest.get("topology") if isinstance(manifest, dict) else None
     gpu = topology.get("gpu") if isinstance(topology, dict) else None
-    node_gpus = gpu.get("per_node") if isinstance(gpu, dict) and isinstance(gpu.get("per_node"), int) else _NODE_GPUS
+    node_gpus = gpu.get("per_node") if isinstance(gpu, dict) and isinstance(gpu.get("per_node"), int) else NODE_GPUS
     requested = requested_gpus_per_node(parsed)
     if requested is None:
         return False
-    if requested >= node_gpus or node_gpus == _NODE_GPUS and _cpus_per_node(parsed) >= _WHOLE_NODE_CPUS:
+    if requested >= node_gpus or node_gpus == NODE_GPUS and _cpus_per_node(parsed) >= _WHOLE_NODE_CPUS:
         return True
-    return (node_gpus == _NODE_GPUS and requested >= _SMALL_NODE_GPUS
+    return (node_gpus == NODE_GPUS and requested >= _SMALL_NODE_GPUS
             and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
 
 
@@ -740,6 +739,7 @@ class Sourced:
     could be read for (what they set is unknown)."""
     shells: tuple
     unread_own: tuple
+    unconditional: tuple = ()  # those of `shells` a `source` at the script's top level reads: every run
 
 
 def sourced(target) -> Sourced:
@@ -763,8 +763,8 @@ def _read_sourced(target) -> Sourced:
     root = Path(target.repo_root).resolve()
     here = Path(script.source.path).resolve().parent
     lines = script.parsed.lines
-    found, unread = [], []
-    seen: dict = {}  # path: whether it could be read
+    found, unread, unconditional = [], [], []
+    seen: dict = {}  # path: its parsed shell, None where it could not be read
     for command in script.shell.named("source", "."):
         if not command.args:
             continue
@@ -787,14 +787,31 @@ def _read_sourced(target) -> Sourced:
                     continue
                 if path not in seen:  # sourced twice (or found from both bases): read once
                     src = read_source(path, root)  # the one reader: size bound, inside the repository
-                    seen[path] = src.usable
-                    if src.usable:
-                        found.append(parse_shell(src.text))
-                read = read or seen[path]
+                    seen[path] = parse_shell(src.text) if src.usable else None
+                    if seen[path] is not None:
+                        found.append(seen[path])
+                if seen[path] is not None and top_level_statement(command.node) \
+                        and not any(other is seen[path] for other in unconditional):
+                    unconditional.append(seen[path])
+                read = read or seen[path] is not None
         raw = command.args[0].raw
         if not read and _OWN_PATH.match(raw) and not _TOOL_FILE.search(raw) and raw not in unread:
             unread.append(raw)
-    return Sourced(tuple(found), tuple(unread))
+    return Sourced(tuple(found), tuple(unread), tuple(unconditional))
+
+
+# What a statement of the script's top level can be made of without leaving the shell or running only
+# under a condition: a `&&`/`||` list (`source env.sh || exit 1`), a redirection
+_TOP_LEVEL_PARTS = ("list", "redirected_statement")
+
+
+def top_level_statement(node) -> bool:
+    """The node is (part of) a statement of the script's top level that the shell runs itself: not in a
+    function, a subshell, a command substitution, a pipeline, a branch or a loop (bash(1))."""
+    node = node.parent if node is not None else None
+    while node is not None and node.type in _TOP_LEVEL_PARTS:
+        node = node.parent
+    return node is not None and node.type == "program"
 
 
 # Where statements stand side by side: also the branches of if and case, whose commands tree-sitter-bash

@@ -27,7 +27,7 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 import re
 
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
-                                  set_effect)
+                                  set_effect, sourced, top_level_statement)
 from validator.rules.launch_kill_on_bad_exit import helper_step
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -83,15 +83,43 @@ def _first_word(node) -> str:
     return words[0].rstrip(";") if words else ""
 
 
-def _risks(script):
+def _left_on(sourced_shell):
+    """The shell options a sourced file leaves on: its top-level `set` commands in order, each turning
+    options on and off (`set -euo pipefail` ... `set +euo pipefail`, a file that restores what it
+    changed, leaves nothing). A `set` in a function, a subshell, a branch or a guard
+    (`[[ ${BASH_SOURCE[0]} == "$0" ]] && set -e`, `if ...; then set -e; fi`) is not counted."""
+    flags, options = set(), set()
+    for command in sourced_shell.named("set"):
+        if command.node is None or not top_level_statement(command.node) or command.node.parent.type == "list":
+            continue
+        effect = set_effect(command)
+        flags = (flags | effect.on) - effect.off
+        options = (options | effect.options_on) - effect.options_off
+    return flags, options
+
+
+def _risks(script, sourced_shells=()):
     """Where a failed srun can pass unnoticed: srun | tee without pipefail, or a command after the
-    main srun that becomes the job's status without set -e."""
+    main srun that becomes the job's status without set -e. A repository file the script sources at its
+    top level (base.sourced: one that is there to read) runs in the batch shell, so what its own
+    top-level `set` commands leave on is the job's (`source slurm/env.sh`, whose first line is `set -eo
+    pipefail`: rounds 304, 313, 317 and 324); a file sourced in a function, a subshell or a branch is not
+    counted."""
     shell = script.shell
     flags, options = set(script.interpreter_flags), set()  # `#!/bin/bash -e` is set -e from the start
+    brought, brought_named = set(), set()
+    for other in sourced_shells:
+        on, named = _left_on(other)
+        brought |= on
+        brought_named |= named
     for command in shell.named("set"):
         effect = set_effect(command)
         flags |= effect.on
         options |= effect.options_on
+        brought -= effect.off  # the job's own `set +e` undoes what a sourced file turned on
+        brought_named -= effect.options_off
+    flags |= brought
+    options |= brought_named
     # `trap '... exit 1' ERR` exits on a failed command as set -e does (bash(1), trap)
     errexit = "e" in flags or "errexit" in options or any(_traps_err(c) for c in shell.named("trap"))
     pipefail = "pipefail" in options
@@ -253,7 +281,7 @@ def check(target):
     if not is_batch_script(script) or not script.shell_language:
         return  # set -euo pipefail is bash's; a tcsh or Python job script has its own ways
     if not target.strict:
-        for line, message in _risks(script):
+        for line, message in _risks(script, sourced(target).unconditional):
             yield (script.display, line, 1, message)
         return
     shell = script.shell

@@ -13,12 +13,14 @@ and only with an option after it ('# SBATCH' alone heads a comment banner).
 '# SBATCH' (or '##SBATCH') in a script that has live #SBATCH lines is the usual way to switch a
 directive off on purpose: that is reported in the strict profile only (our presets delete what
 they do not use); elsewhere only the forms that are no way of disabling anything. Nor, in the default
-profile, a look-alike whose every option a live #SBATCH line sets too (`#sbatch --cpus-per-task=1` above
-`#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author asked for is lost.
+profile, a look-alike whose every option a live #SBATCH line sets to the same value (`#sbatch
+--cpus-per-task=1` above `#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author
+asked for is lost. With another value (`#sbatch -N 4` beside `#SBATCH --nodes=1`) the author may have meant
+the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
 """
 import re
 
-from validator.sbatch import MAGIC, parse_script
+from validator.sbatch import MAGIC, SAME_SETTING, parse_script
 
 ID = "sbatch-lookalike"
 SEVERITY = "error"
@@ -32,11 +34,20 @@ _DISABLED = re.compile(r"#+\s+SBATCH\s")  # '# SBATCH --x', '## SBATCH --x' at c
 _SBATCH_WORD = re.compile(r"^\s*#\s*sbatch", re.I)
 
 
-def _set_live(look, parsed) -> bool:
-    """Every option of the look-alike line, read as the live directive it looks like, is set by a live
-    #SBATCH line too (an option the table does not know counts as not set)."""
-    options = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
-    return bool(options) and all(o.name is not None and parsed.get(o.name) for o in options)
+def _live_values(parsed) -> dict | None:
+    """Each option the live #SBATCH lines set, by its canonical name, with the value the last one gives
+    (what sbatch applies); None for a heterogeneous job, whose components this does not tell apart."""
+    if any(option.component for option in parsed.options):
+        return None
+    return {SAME_SETTING.get(o.name, o.name): o.value for o in parsed.options if o.name is not None}
+
+
+def _set_live(look, live: dict) -> bool:
+    """Every option of the look-alike line, read as the live directive it looks like, is set to the same
+    value by a live #SBATCH line too (an option the table does not know counts as not set)."""
+    looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
+    return bool(looks) and all(o.name is not None and not o.problem and SAME_SETTING.get(o.name, o.name) in live
+                               and live[SAME_SETTING.get(o.name, o.name)] == o.value for o in looks)
 
 
 def check(target):
@@ -44,7 +55,9 @@ def check(target):
     lookalikes = parsed.lookalikes
     inside = target.script.shell.text_lines() if lookalikes else set()  # written for another job
     switched_off = bool(parsed.directives) and not target.strict
+    live = _live_values(parsed) if switched_off and lookalikes else None  # built once: linear in the lines
     for look in lookalikes:
-        if look.line in inside or (switched_off and (_DISABLED.match(look.text) or _set_live(look, parsed))):
+        if look.line in inside or (switched_off and (_DISABLED.match(look.text)
+                                                     or live is not None and _set_live(look, live))):
             continue
         yield (target.script.display, look.line, look.col, look.why)

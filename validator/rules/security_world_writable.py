@@ -6,14 +6,17 @@ Not while the job holds its nodes alone (`--exclusive`, no value: "the job alloc
 nodes with other running jobs", sbatch.1 at slurm-26-05-1-1; "The job allocation can not share nodes
 with other running jobs" at slurm-22-05-0-1; =user and =mcs let other jobs in: base.exclusive_nodes):
 no other job runs beside it to collide with or plant files while it runs (round thirty-six: two judged
-false on Pawsey's --exclusive mnist job). Nor, in the default profile, where the job takes all the
-memory or every GPU of its nodes as launch-master-port reads it (base.whole_nodes and
-base.maybe_whole_nodes: four or more GPUs are the whole node on the many 4-GPU nodes): the jobs that
-would take the same folder, the script's own siblings, need GPUs and none is left (round 320: nine
-findings judged false on jobs of DeltaAI's 4-GH200 nodes). The strict profile keeps it: a folder left
-by an earlier job can still be in the way.
+false on Pawsey's --exclusive mnist job). Nor, in the default profile, where the job takes four or
+more GPUs of a node, the whole of the many 4-GPU nodes (base.maybe_whole_nodes, which
+launch-master-port reads too): the jobs that would take the same folder, the script's own siblings,
+need GPUs and none is left (round 320: nine findings judged false on jobs of DeltaAI's 4-GH200 nodes). An array whose tasks can run side by side is such siblings:
+on an 8-GPU node two tasks of four GPUs each share it, so the finding stays unless each task takes
+eight (every GPU of the largest common node) or the array runs one task at a time (`%1`, one index).
+The array may be given on the command line only: a script that names its index (%a or %A in
+--output/--error, SLURM_ARRAY_TASK_ID) is taken for one. The strict profile keeps them all: a folder
+left by an earlier job can still be in the way.
 """
-from validator.rules.base import maybe_whole_nodes, whole_nodes
+from validator.rules.base import NODE_GPUS, exclusive_nodes, maybe_whole_nodes, requested_gpus_per_node
 
 ID = "security-world-writable"
 SEVERITY = "warning"
@@ -24,6 +27,25 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\n#SBATCH --output=/tm
 
 
 SHARED = ("/tmp", "/var/tmp", "/dev/shm")
+_ARRAY_NAMES = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID"}
+
+
+def _tasks_side_by_side(script) -> bool:
+    """The job is an array of which two tasks can run at once: --array with more than one index and no
+    `%1` throttle (sbatch.1, --array: "a maximum of N simultaneously running tasks"), or no --array
+    line in a script that names its array index (given on the command line, its size unknown)."""
+    value = script.parsed.value("array")
+    if value is None:
+        named = any("%a" in (o.value or "") or "%A" in (o.value or "")
+                    for name in ("output", "error") for o in script.parsed.get(name))
+        return named or any(e.name in _ARRAY_NAMES for e in script.shell.expansions)
+    indices, _, limit = value.partition("%")
+    if limit.strip() == "1":
+        return False
+    if "," in indices:
+        return True
+    first, _, last = indices.split(":")[0].partition("-")
+    return bool(last) and first.strip() != last.strip()
 
 
 def _shared(text):
@@ -32,7 +54,8 @@ def _shared(text):
 
 def check(target):
     script = target.script
-    if not target.strict and (whole_nodes(target) or maybe_whole_nodes(target)):
+    if not target.strict and (exclusive_nodes(script.parsed) or maybe_whole_nodes(target) and (
+            not _tasks_side_by_side(script) or (requested_gpus_per_node(script.parsed) or 0) >= NODE_GPUS)):
         return  # no other job shares the node while this one runs
     for name in ("output", "error", "chdir"):
         for option in script.parsed.get(name):
