@@ -6,13 +6,14 @@ Not while the job holds its nodes alone (`--exclusive`, no value: "the job alloc
 nodes with other running jobs", sbatch.1 at slurm-26-05-1-1; "The job allocation can not share nodes
 with other running jobs" at slurm-22-05-0-1; =user and =mcs let other jobs in: base.exclusive_nodes):
 no other job runs beside it to collide with or plant files while it runs (round thirty-six: two judged
-false on Pawsey's --exclusive mnist job). Nor, in the default profile, where the job takes four or
-more GPUs of a node, the whole of the many 4-GPU nodes (base.maybe_whole_nodes, which
-launch-master-port reads too): the jobs that would take the same folder, the script's own siblings,
-need GPUs and none is left (round 320: nine findings judged false on jobs of DeltaAI's 4-GH200 nodes). An array whose tasks can run side by side is such siblings:
-on an 8-GPU node two tasks of four GPUs each share it, so the finding stays unless each task takes
-eight (every GPU of the largest common node) or the array runs one task at a time (`%1`, one index).
-The array may be given on the command line only: a script that names its index (%a or %A in
+false on Pawsey's --exclusive mnist job).
+Nor, in the default profile, where the job takes four or more GPUs of a node, the whole of the
+many 4-GPU nodes (base.maybe_whole_nodes, which launch-master-port reads too): the jobs that would
+take the same folder, the script's own siblings, need GPUs and none is left (round 320: nine findings
+judged false on jobs of DeltaAI's 4-GH200 nodes). An array whose tasks can run side by side is such
+siblings: on an 8-GPU node two tasks of four GPUs each share it, so the finding stays unless each task
+takes eight (every GPU of the largest common node) or the array runs one task at a time (`%1`, one
+index). The array may be given on the command line only: a script that names its index (%a or %A in
 --output/--error, SLURM_ARRAY_TASK_ID) is taken for one. The strict profile keeps them all: a folder
 left by an earlier job can still be in the way.
 """
@@ -32,8 +33,9 @@ _ARRAY_NAMES = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID"}
 
 def _tasks_side_by_side(script) -> bool:
     """The job is an array of which two tasks can run at once: --array with more than one index and no
-    `%1` throttle (sbatch.1, --array: "a maximum of N simultaneously running tasks"), or no --array
-    line in a script that names its array index (given on the command line, its size unknown)."""
+    `%1` limit ("A maximum number of simultaneously running tasks from the job array may be specified
+    using a "%" separator", sbatch.1 at slurm-22-05-0-1 and slurm-26-05-1-1), or no --array line in a
+    script that names its array index (given on the command line, its size unknown)."""
     value = script.parsed.value("array")
     if value is None:
         named = any("%a" in (o.value or "") or "%A" in (o.value or "")
