@@ -931,7 +931,7 @@ def _is_result_test(shell, node) -> bool:
 
 # Where an `exit` ends a child shell, not the batch shell (bash(1): each command of a pipeline, a
 # subshell, a command substitution and an asynchronous command run in a subshell)
-_CHILD_SHELLS = ("subshell", "command_substitution", "process_substitution", "pipeline")
+CHILD_SHELLS = ("subshell", "command_substitution", "process_substitution", "pipeline")
 
 
 def checks_results_after(shell, start_byte: int) -> bool:
@@ -963,7 +963,7 @@ def _last_result_check(shell) -> int | None:
             continue
         child, parent, tested = node, node.parent, False
         while parent is not None and parent.type not in ("program", "function_definition"):
-            if parent.type in _CHILD_SHELLS or child.next_sibling is not None and child.next_sibling.type == "&":
+            if parent.type in CHILD_SHELLS or child.next_sibling is not None and child.next_sibling.type == "&":
                 tested = False
                 break
             if parent.type == "if_statement" and any(

@@ -15,7 +15,7 @@ that goes on without it (`if [ -z "$1" ]; then X=default; else X=$1; fi`), or en
 """
 import re
 
-from validator.rules.base import in_function, is_decimal, node_key, set_effect
+from validator.rules.base import CHILD_SHELLS, in_function, is_decimal, node_key, set_effect
 
 ID = "launch-unset-argument"
 SEVERITY = "error"
@@ -118,8 +118,9 @@ def _required_check(node) -> bool:
     return any(_exits(child) for child in branch)
 
 
-# Where a branch's commands run in another process, an exit there ends only that process.
-_OWN_PROCESS = {"subshell", "command_substitution", "process_substitution", "function_definition"}
+# Where a branch's commands run in another process (base.CHILD_SHELLS: a subshell, a command or process
+# substitution, a pipeline's element), or only when called (a function defined there), an exit ends no job.
+_OWN_PROCESS = (*CHILD_SHELLS, "function_definition")
 
 
 def _exits(node) -> bool:

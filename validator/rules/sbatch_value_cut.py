@@ -16,18 +16,21 @@ where the option's value is typed (a count, a time, a size; `--comment=see#issue
 """
 import re
 
+from validator.sbatch import VALUE_TYPES
+
 # A note glued to the value: a word of letters after the '#' and more words after it
 # (`--time=0-72:00#time needed for the run`, round three hundred and one): the author wrote a comment
 # and sbatch keeps the value before it, as meant. A value that goes on (`nvcr.io#nvidia/pytorch`,
 # `run#2`) is one word, or no word of letters.
 _NOTE = re.compile(r"[A-Za-z][A-Za-z']*[,:]?\s+\S")
 # options whose value is a count, a size, a time or a name of the cluster's (not free text, a path or a
-# list of settings): a '#' and words after such a value are a note
-_TYPED = {"time", "time-min", "mem", "mem-per-cpu", "mem-per-gpu", "nodes", "ntasks", "ntasks-per-node",
-          "ntasks-per-socket", "ntasks-per-core", "ntasks-per-gpu", "cpus-per-task", "cpus-per-gpu", "gpus",
-          "gpus-per-node", "gpus-per-task", "gpus-per-socket", "gres", "partition", "account", "qos", "array",
-          "nice", "priority", "mail-type", "threads-per-core", "sockets-per-node", "cores-per-socket", "tmp",
-          "licenses", "reservation", "constraint", "distribution", "exclusive", "mincpus"}
+# list of settings): a '#' and words after such a value are a note. The counts, sizes and times are those
+# whose grammar sbatch-bad-value checks (VALUE_TYPES); the rest are named here.
+_TYPED = frozenset(VALUE_TYPES) | {"ntasks-per-socket", "ntasks-per-core", "ntasks-per-gpu", "cpus-per-gpu",
+                                   "gpus-per-socket", "gres", "partition", "account", "qos", "array", "nice",
+                                   "priority", "mail-type", "threads-per-core", "sockets-per-node",
+                                   "cores-per-socket", "tmp", "licenses", "reservation", "constraint",
+                                   "distribution", "exclusive", "mincpus"}
 
 ID = "sbatch-value-cut"
 SEVERITY = "error"
