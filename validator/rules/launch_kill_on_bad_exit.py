@@ -28,8 +28,9 @@ GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each). Nor
 test or health check (dcgmproftester, gpu_burn, stress-ng, thermal_test.sh, node_healthcheck.sh), nor
 mpirun as the step's program: each task starts its own MPI world, which mpirun aborts itself when a
 rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
-print(torch.cuda.current_device())"`: no torch.distributed), nor one a comment cut short inside its
-backslash continuation (the step runs without its image or program and fails at once).
+print(torch.cuda.current_device())"`: no torch.distributed; modules it only imports join nothing), nor
+one a comment cut short inside its backslash continuation (the step runs without its image or program
+and fails at once).
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
@@ -482,11 +483,19 @@ def _python_code(words) -> str | None:
     return None
 
 
+# `import a, b, c` of whole modules, no alias: importing a module joins no other task (a per-node
+# preflight `import torch, transformers, accelerate, deepspeed; print(torch.__version__)`, round three
+# hundred and fifty-one). A module the code then uses is named again where it is used
+# (`import deepspeed; deepspeed.init_distributed()`); `from X import Y` and `import X as Y` stay, as what
+# they bring in is used under another name (`from mpi4py import MPI`, `import horovod.torch as hvd`).
+_PLAIN_IMPORT = re.compile(r"(?:^|(?<=[;\n]))[ \t]*import[ \t]+[\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*(?=;|\n|$)")
+
+
 def _local_code(words) -> bool:
     """`python -c CODE` whose code shows no sign of joining other tasks (_SIGNS, "code": an mllog event,
-    a file check, a look at the task's own GPU): each task runs it alone."""
+    a file check, a look at the task's own GPU, modules only imported): each task runs it alone."""
     code = _python_code(words)
-    return code is not None and not _CODE_SIGNS.search(code)
+    return code is not None and not _CODE_SIGNS.search(_PLAIN_IMPORT.sub("", code))
 
 
 def _local_python(command) -> bool:

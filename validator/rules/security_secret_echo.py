@@ -68,6 +68,27 @@ def _captured(node, shell, depth: int = 0) -> bool:
     return False
 
 
+# A test prints nothing: an expansion that a test inside the echo's $( ) reads is not printed (round three
+# hundred and forty-eight: `echo "HF Token: $([ -n "${HF_TOKEN:-}" ] && echo SET || echo NOT SET)"`). Whatever
+# else runs in the $( ) may print it into the echo's words (`$(echo "$KEY")`, `$(cat <<< "$KEY")`): still
+# reported.
+_TESTS = ("[", "test")
+
+
+def _printed_by(node, echo) -> bool:
+    """The expansion may reach the echo's output: it is not read only by a test ([ ], [[ ]], test) inside a
+    $( ) of the echo."""
+    parent = node.parent
+    while parent is not None and parent is not echo and parent.start_byte >= echo.start_byte:
+        if parent.type == "test_command":
+            return False
+        if parent.type == "command":
+            name = parent.child_by_field_name("name")
+            return name is None or name.text.decode("utf-8", "replace") not in _TESTS
+        parent = parent.parent
+    return True
+
+
 def check(target):
     import bisect
 
@@ -83,6 +104,8 @@ def check(target):
         # only the secret expansions inside this command: a bisect, not a scan of every expansion
         for _, _, expansion in secrets[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]:
             if ":+" in expansion.node.text.decode("utf-8", "replace"):  # ${KEY:+yes} says whether it is set
+                continue
+            if not _printed_by(expansion.node, command.node):
                 continue
             yield (target.script.display, expansion.line, expansion.col,
                    f"{expansion.name} is printed into the log")
