@@ -288,3 +288,39 @@ def test_a_sourced_repository_file_that_sets_errexit_is_the_jobs_strict_mode(tmp
     env.unlink()
     result = run_validator(str(job))
     assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_job_whose_submitter_passes_a_time_limit_is_bounded(tmp_path):
+    """A job without #SBATCH --time that a script of its repository submits with `sbatch -t` (Megatron-LM's
+    functional tests, rounds 338 and 346: `sbatch -t $TIME_LIMIT .../sbatch_${RUN_MODEL}_distributed_test.sh`)
+    gets its limit from the command line, which overrides the script's directives (sbatch.1): no
+    launch-time-limit finding in the default profile. A submitter without a limit, a name that does not match,
+    the job's own resubmission, or the strict profile: still reported."""
+    (tmp_path / ".git").mkdir()  # the repository's root (engine.find_root)
+    (tmp_path / "test_scripts" / "gpt3").mkdir(parents=True)
+    (tmp_path / "utils").mkdir()
+    job = tmp_path / "test_scripts" / "gpt3" / "sbatch_gpt3_distributed_test.sh"
+    job.write_text("#!/bin/bash\n#SBATCH --nodes=1 --exclusive\nset -euo pipefail\n"
+                   "srun --kill-on-bad-exit=1 bash ./pretrain.sh\n")
+    launcher = tmp_path / "utils" / "run_launcher.sh"
+    launcher.write_text('#!/bin/bash\nset -euo pipefail\nout=`sbatch -t $TIME_LIMIT \\\n'
+                        '  $BUILD_DIR/test_scripts/$RUN_MODEL/sbatch_${RUN_MODEL}_distributed_test.sh --export=ALL`\n')
+    assert (run_validator(str(job)).returncode, run_validator(str(job)).stdout) == (0, "")
+    result = run_validator("--strict", str(job))
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    launcher.write_text('#!/bin/bash\nsbatch --nodes=1 test_scripts/gpt3/sbatch_gpt3_distributed_test.sh\n')
+    result = run_validator(str(job))  # submitted without a limit
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    launcher.write_text('#!/bin/bash\nsbatch --time=01:00:00 test_scripts/gpt3/sbatch_t5_distributed_test.sh\n')
+    result = run_validator(str(job))  # another job
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    launcher.unlink()
+    notes = tmp_path / "commands.md"  # notes that give the command to submit with
+    notes.write_text("Submit with:\n\n    sbatch --time=72:00:00 --gres=gpu:v100:1 test_scripts/gpt3/"
+                     "sbatch_gpt3_distributed_test.sh\n")
+    assert run_validator(str(job)).stdout == ""
+    notes.unlink()
+    job.write_text(job.read_text() + "sbatch --time=00:10:00 --dependency=afterany:$SLURM_JOB_ID "
+                   "sbatch_gpt3_distributed_test.sh\n")
+    result = run_validator(str(job))  # its own follow-up: the first run is still unbounded
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr

@@ -276,11 +276,14 @@ _NODE_CHECK_SCRIPT = re.compile(r"(?i)(^|[-_])(dcgmproftester\d*|dcgmi|dcgm[-_]?
 # pyABC's Redis workers the same: each pulls evaluations from the Redis server until the population is full
 # ("Dynamic Scheduling" of RedisEvalParallelSampler, doc/sampler.rst of ICB-DCM/pyABC at 0.11.6; round two
 # hundred and seventy-five).
-_BOUNDED = {"timeout", "ipengine", "dask-worker", "abc-redis-worker"}
+# dask-cuda's worker (`dask-cuda-worker`, round three hundred and fifty-seven) is a Dask worker with a GPU each.
+_BOUNDED = {"timeout", "ipengine", "dask-worker", "dask-cuda-worker", "abc-redis-worker"}
 # HyperQueue's workers (`hq worker start`) the same: "Sometimes a worker might crash while it is executing
 # some task. In that case the server will automatically reschedule that task to a different worker"
 # (docs/jobs/failure.md, It4innovations/hyperqueue at 09effb01; round two hundred and sixty-five).
-_FARM_SUBCOMMANDS = {"hq": "worker"}
+# Dask's own CLI the same: `dask worker` and dask-cuda's `dask cuda worker`, the subcommands that replaced
+# dask-worker and dask-cuda-worker.
+_FARM_SUBCOMMANDS = {"hq": (("worker",),), "dask": (("worker",), ("cuda", "worker"))}
 # hq's global options that take a value (CommonOpts in crates/hyperqueue/src/common/cli.rs at c8161e9d:
 # --server-dir, --colors, --output-mode; --debug is a flag): `hq --server-dir "$DIR" worker start`
 _FARM_GLOBAL_VALUES = {"hq": {"--server-dir", "--colors", "--output-mode"}}
@@ -579,7 +582,7 @@ def _farm_worker(command, program, name: str) -> bool:
     rest = program_words(command, program)
     # hq's global options may come before the subcommand (`hq --server-dir=DIR worker start`)
     at = _first_operand(rest, 0, _FARM_GLOBAL_VALUES.get(name, ()))
-    return at < len(rest) and rest[at].value == _FARM_SUBCOMMANDS[name]
+    return any([word.value for word in rest[at:at + len(words)]] == list(words) for words in _FARM_SUBCOMMANDS[name])
 
 
 def _independent(shell, command) -> bool:
@@ -592,6 +595,9 @@ def _independent(shell, command) -> bool:
     name = _program_name(shell, program)
     if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
             or helper_step(shell, command) or _monitor(program, name) or _farm_worker(command, program, name):
+        return True
+    # the same program inside a container (`singularity exec --nv IMG dask-cuda-worker ...`, round 357)
+    if name in _RUNTIMES and (_in_container(command, program) or "").rsplit("/", 1)[-1] in _BOUNDED:
         return True
     inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
     if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
