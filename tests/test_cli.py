@@ -288,3 +288,77 @@ def test_a_sourced_repository_file_that_sets_errexit_is_the_jobs_strict_mode(tmp
     env.unlink()
     result = run_validator(str(job))
     assert result.returncode == 1 and "[launch-strict-mode]" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_job_whose_submitter_passes_a_time_limit_is_bounded(tmp_path):
+    """A job without #SBATCH --time that a script of its repository submits with `sbatch -t` (Megatron-LM's
+    functional tests, rounds 338 and 346: `sbatch -t $TIME_LIMIT .../sbatch_${RUN_MODEL}_distributed_test.sh`)
+    gets its limit from the command line, which overrides the script's directives (sbatch.1): no
+    launch-time-limit finding in the default profile. A submitter without a limit, a name that does not match,
+    the job's own resubmission, or the strict profile: still reported."""
+    (tmp_path / ".git").mkdir()  # the repository's root (engine.find_root)
+    (tmp_path / "test_scripts" / "gpt3").mkdir(parents=True)
+    (tmp_path / "utils").mkdir()
+    job = tmp_path / "test_scripts" / "gpt3" / "sbatch_gpt3_distributed_test.sh"
+    job.write_text("#!/bin/bash\n#SBATCH --nodes=1 --exclusive\nset -euo pipefail\n"
+                   "srun --kill-on-bad-exit=1 bash ./pretrain.sh\n")
+    launcher = tmp_path / "utils" / "run_launcher.sh"
+    launcher.write_text('#!/bin/bash\nset -euo pipefail\nout=`sbatch -t $TIME_LIMIT \\\n'
+                        '  $BUILD_DIR/test_scripts/$RUN_MODEL/sbatch_${RUN_MODEL}_distributed_test.sh --export=ALL`\n')
+    assert (run_validator(str(job)).returncode, run_validator(str(job)).stdout) == (0, "")
+    result = run_validator("--strict", str(job))
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    launcher.write_text('#!/bin/bash\nsbatch --nodes=1 test_scripts/gpt3/sbatch_gpt3_distributed_test.sh\n')
+    result = run_validator(str(job))  # submitted without a limit
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    launcher.write_text('#!/bin/bash\nsbatch --time=01:00:00 test_scripts/gpt3/sbatch_t5_distributed_test.sh\n')
+    result = run_validator(str(job))  # another job
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+    launcher.unlink()
+    notes = tmp_path / "commands.md"  # notes that give the command to submit with
+    notes.write_text("Submit with:\n\n    sbatch --time=72:00:00 --gres=gpu:v100:1 test_scripts/gpt3/"
+                     "sbatch_gpt3_distributed_test.sh\n")
+    assert run_validator(str(job)).stdout == ""
+    notes.unlink()
+    job.write_text(job.read_text() + "sbatch --time=00:10:00 --dependency=afterany:$SLURM_JOB_ID "
+                   "sbatch_gpt3_distributed_test.sh\n")
+    result = run_validator(str(job))  # its own follow-up: the first run is still unbounded
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_submitters_time_limit_names_its_own_job_only(tmp_path):
+    """What a submitter's sbatch command must say for launch-time-limit to leave a job alone: the job's path
+    (a folder it names must be the job's: exp_a/train.sbatch is no exp_b/train.sbatch), a name with letters of
+    its own (`${RUN}.sbatch` names no file), the limit before the job's file (`sbatch job.sbatch -t 8` passes
+    -t to the job), not in a comment, and a file of the same repository; outside a repository only the job's own
+    folder is read, and a FIFO there is not opened."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    for folder in ("exp_a", "exp_b", "jobs"):
+        (repo / folder).mkdir()
+    job_text = "#!/bin/bash\n#SBATCH --nodes=1\nset -euo pipefail\npython train.py\n"
+    a, b = repo / "exp_a" / "train.sbatch", repo / "exp_b" / "train.sbatch"
+    a.write_text(job_text)
+    b.write_text(job_text)
+    (repo / "README.md").write_text("Submit with\n\n    sbatch --time=02:00:00 exp_a/train.sbatch\n")
+    assert run_validator(str(a)).stdout == ""
+    assert "[launch-time-limit]" in run_validator(str(b)).stdout
+    pretrain = repo / "jobs" / "pretrain_large.sbatch"
+    pretrain.write_text(job_text)
+    notes = repo / "jobs" / "notes.md"
+    for line in ('sbatch -t 30 "${RUN}.sbatch"\n', "sbatch pretrain_large.sbatch -t 8\n",
+                 "# sbatch --time=00:10:00 pretrain_large.sbatch\n",
+                 "sbatch pretrain_large.sbatch  # then: squeue -u $USER -t R\n",
+                 "sbatch pretrain_large.sbatch & watch squeue -t RUNNING\n"):
+        notes.write_text(line)
+        assert "[launch-time-limit]" in run_validator(str(pretrain)).stdout, line
+    notes.write_text('subprocess.run(["sbatch", "--time", limit, "--parsable", "jobs/pretrain_large.sbatch"])\n')
+    assert run_validator(str(pretrain)).stdout == ""
+    loose = tmp_path / "loose"  # no repository above it: the job's folder only
+    (loose / "deeper").mkdir(parents=True)
+    job = loose / "pretrain_large.sbatch"
+    job.write_text(job_text)
+    (loose / "deeper" / "submit.sh").write_text("sbatch --time=01:00:00 ../pretrain_large.sbatch\n")
+    os.mkfifo(loose / "pipe.sh")  # never opened: the run ends
+    result = run_validator(str(job), cwd=str(loose))
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr

@@ -729,7 +729,10 @@ _SOURCE_DIRECTIVE = re.compile(r"#\s*shellcheck\s+source=(\S+)")
 # `~/miniconda3/etc/profile.d/conda.sh`, /etc/profile), which sets only its own tool's names
 _OWN_PATH = re.compile(r"^[\"']?(?:\.{1,2}/|[\w.-]+/|[\w-]+\.(?:sh|bash|env|conf|cfg)\b"
                        r"|\$\{?\w*(?:SCRIPT|REPO|PROJECT|SRC|CODE)\w*\b|\$\(dirname|\$\{BASH_SOURCE)")
-_TOOL_FILE = re.compile(r"(?i)activate|venv|conda|mamba|spack|lmod|modules|profile|bashrc|setup-env|/etc/")
+# `activate` as a file of its own (a virtualenv's bin/activate, conda's), not a word of a longer name
+# (round three hundred and sixty-three: `. ./activate_models_conll2018.sh` fills the job's own arrays)
+_TOOL_FILE = re.compile(r"(?i)(?:^|/)activate(?:\.\w+)?[\"']?$|venv|conda|mamba|spack|lmod|modules|profile|bashrc"
+                        r"|setup-env|/etc/")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Premise: sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job (src/sbatch/opt.c at
 slurm-22-05-0-1 and slurm-26-05-1-1) and srun reads SLURM_EXPORT_ENV as its --export (env_vars in
 src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): every step starts
-without PATH. Holds for: 22.05-26.05. A script that starts no step (no srun, no MPI launcher,
+without PATH. Holds for: 22.05-26.05. Not where the script sets SRUN_EXPORT_ENV (which srun reads over
+SLURM_EXPORT_ENV) or SLURM_EXPORT_ENV to ALL. A script that starts no step (no srun, no MPI launcher,
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
 to) runs only in the batch shell, which keeps its environment: nothing to report. In a script
 nobody here wrote (the default profile) only a step the file shows counts (_SHOWN_STARTERS: srun,
@@ -111,13 +112,35 @@ def _runs_a_script(command) -> bool:
                                                                       for a in command.args)
 
 
+def _steps_export_all(shell) -> bool:
+    """The script gives srun --export=ALL through the environment: SRUN_EXPORT_ENV where it sets it to a
+    literal (srun reads it over SLURM_EXPORT_ENV: the env_vars table of src/srun/libsrun/opt.c at
+    slurm-22-05-0-1 and of src/srun/opt.c at slurm-26-05-1-1, and srun.1's "will override any setting for
+    SLURM_EXPORT_ENV"), else SLURM_EXPORT_ENV. A Ray launcher writes `export SRUN_EXPORT_ENV="ALL,PATH=$PATH"`:
+    the raw word counts, ALL as the list's first item; a value that is only an expansion is not known."""
+    exported = {a.value for c in shell.named("export") for a in c.args}
+    for name in ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV"):
+        # SLURM_EXPORT_ENV is in the job's environment already (sbatch sets it); SRUN_EXPORT_ENV reaches srun
+        # only exported
+        values = [a.raw.strip("\"'") for a in shell.assignments if a.name == name
+                  and (name == "SLURM_EXPORT_ENV" or a.exported or name in exported)]
+        if any(_ALL.match(v) for v in values):
+            return True
+        if any(v and not v.startswith("$") for v in values):
+            return False  # a list without ALL, or NONE: what srun reads
+    return False
+
+
+_ALL = re.compile(r"(?i)ALL(?:,|$)")
+
+
 def check(target):
     script = target.script
     export = script.parsed.value("export")
     if export is None or export.split(",")[0].upper() not in ("NONE", "NIL"):
         return
     shell = script.shell
-    if any(a.name == "SLURM_EXPORT_ENV" and (a.value or "").upper().startswith("ALL") for a in shell.assignments):
+    if _steps_export_all(shell):
         return
     sruns = shell.named("srun")
     if sruns and all(c.has_flag("--export") for c in sruns):

@@ -15,7 +15,9 @@ literal equal to the per-node count of another accelerator the job asks as a gen
 (--gres=dcu:4), for which no GPU variable is set; a literal in a job that asks zero GPUs
 (--gres=gpu:0, round sixty: CPU workers by design, SLURM_GPUS_ON_NODE would be no count of them);
 a literal equal to an even split of the job's --gpus total over its --nodes (--gpus=8 --nodes=2 and
---nproc-per-node=4: the author's statement of the nodes' size, round one hundred and twenty-six);
+--nproc-per-node=4: the author's statement of the nodes' size, round one hundred and twenty-six), or
+to the whole --gpus total of a job without --nodes whose launcher says it runs on one node (`-G 2` and
+`torchrun --standalone --nproc_per_node=2`, round three hundred and fifty-seven);
 a literal 1 in a job that asks no GPU count at all (round 111: one evaluation process; SLURM_GPUS_ON_NODE
 is then unset, set only by the GPU plugin for a step with GPUs, so the proposed fix would read nothing);
 a literal equal to the number of devices the launcher's own prefix assignment makes visible
@@ -104,6 +106,19 @@ def _even_share(parsed):
     return total // nodes if total and nodes and nodes > 1 and total % nodes == 0 else None
 
 
+def _one_node_total(parsed, launcher):
+    """The job's --gpus total where the job gives no --nodes, runs one task and the launcher says it runs on one node
+    (`torchrun --standalone` or `--nnodes=1`): the literal then names the GPUs the author asked for that node
+    (round three hundred and fifty-seven: `#SBATCH -G 2` and `torchrun --standalone --nnodes=1
+    --nproc_per_node=2`), else None."""
+    if parsed.get("nodes") or as_int(parsed.value("ntasks") or "1") != 1 \
+            or as_int(parsed.value("ntasks-per-node") or "1") != 1:
+        return None  # several tasks may take the GPUs on several nodes: one launcher per task
+    nnodes = launcher.option("--nnodes")
+    one_node = launcher.has_flag("--standalone") or (nnodes is not None and nnodes.value in ("1", "1:1"))
+    return as_int((parsed.value("gpus") or "").rsplit(":", 1)[-1]) if one_node else None
+
+
 _VISIBLE = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 
@@ -174,6 +189,8 @@ def check(target):
             continue  # CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4: the devices it sees
         if literal is not None and requested is None and literal == _even_share(parsed):
             continue  # --gpus=8 over --nodes=2 and --nproc-per-node=4: the job's GPUs split evenly
+        if literal is not None and requested is None and literal == _one_node_total(parsed, command):
+            continue  # -G 2 and `torchrun --standalone --nproc_per_node=2`: one node by the launcher's own word
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
                    f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

@@ -20,6 +20,10 @@ an ERR trap that exits), no `exec` of the work and no `$?` read right after it: 
 last trailer's, COMPLETED whatever the work did (bash(1): a script's status is its last command's).
 Tried once as "any command after batch-shell work" (about 3 in 4 true); narrowed to these trailers,
 48 of 48 new findings over the corpora on disk were judged true.
+In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
+background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
+work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
+has no status a trailer hides (round three hundred and fifty-seven).
 A lost srun status is not reported where the batch shell then tests the work's results and exits
 non-zero when a test fails (checks_results_after in rules/base.py: `if [ ! -f ocean.output ]; then
 exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
@@ -28,7 +32,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
                                   set_effect, sourced, top_level_statement)
-from validator.rules.launch_kill_on_bad_exit import helper_step
+from validator.rules.launch_kill_on_bad_exit import helper_step, interactive_session, runs_service, session_tool
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -126,7 +130,10 @@ def _risks(script, sourced_shells=()):
     forced = None if errexit else _forced_success(shell)
     if forced is not None:
         yield forced
-    sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
+    session = interactive_session(shell)
+    # in an interactive session, a step of its server's own program (`srun jupyter kernelspec list`) is no work
+    sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)
+             and not (session and session_tool(shell, c))]
     for command in sruns:
         element = command.node  # `srun ... 2>&1 | tee log`: the pipeline's element is the redirected statement
         while element.parent is not None and element.parent.type == "redirected_statement":
@@ -150,7 +157,7 @@ def _risks(script, sourced_shells=()):
     if not foreground and not errexit:
         # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
         nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
-                  and _statement(c.node).type == "if_statement"]
+                  and _statement(c.node).type == "if_statement" and not (session and session_tool(shell, c))]
         foreground = nested[-1:]
     if errexit or not foreground:
         return
@@ -338,6 +345,8 @@ def _work_then_echo(shell):
     main, statement = last
     if statement.text.startswith(b"exec "):
         return None  # `exec python ...` replaces the shell: nothing after it runs
+    if runs_service(shell, main):
+        return None  # `mpirun dask-mpi ...` serves until the time limit ends the job: it never ends COMPLETED
     after = _following(statement)
     if after and after[-1].text.strip() in (b"exit", b"exit $?", b'exit "$?"'):
         after = after[:-1]  # `exit` or `exit $?` exits with the last command's status: the trailer's

@@ -68,6 +68,31 @@ def _captured(node, shell, depth: int = 0) -> bool:
     return False
 
 
+# A test prints nothing: an expansion that a test inside the echo's $( ) reads is not printed (round three
+# hundred and forty-eight: `echo "HF Token: $([ -n "${HF_TOKEN:-}" ] && echo SET || echo NOT SET)"`). Whatever
+# else runs in the $( ) may print it into the echo's words (`$(echo "$KEY")`, `$(cat <<< "$KEY")`): still
+# reported.
+_TESTS = ("[", "test")
+_ARITHMETIC_TEST = re.compile(r"\s-(eq|ne|lt|le|gt|ge)\s")
+
+
+def _printed_by(node, echo) -> bool:
+    """The expansion may reach the echo's output: it is not read only by a test ([ ], [[ ]], test) inside a
+    $( ) of the echo."""
+    parent = node.parent
+    while parent is not None and parent is not echo and parent.start_byte >= echo.start_byte:
+        if parent.type == "test_command":
+            # an arithmetic test prints a value that is no number into its error (`[: abc: integer expression
+            # expected`, bash(1)): only a string test reads it silently
+            return _ARITHMETIC_TEST.search(parent.text.decode("utf-8", "replace")) is not None
+        if parent.type == "command":
+            name = parent.child_by_field_name("name")
+            return name is None or name.text.decode("utf-8", "replace") not in _TESTS \
+                or _ARITHMETIC_TEST.search(parent.text.decode("utf-8", "replace")) is not None
+        parent = parent.parent
+    return True
+
+
 def check(target):
     import bisect
 
@@ -83,6 +108,8 @@ def check(target):
         # only the secret expansions inside this command: a bisect, not a scan of every expansion
         for _, _, expansion in secrets[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]:
             if ":+" in expansion.node.text.decode("utf-8", "replace"):  # ${KEY:+yes} says whether it is set
+                continue
+            if not _printed_by(expansion.node, command.node):
                 continue
             yield (target.script.display, expansion.line, expansion.col,
                    f"{expansion.name} is printed into the log")
