@@ -324,3 +324,41 @@ def test_a_job_whose_submitter_passes_a_time_limit_is_bounded(tmp_path):
                    "sbatch_gpt3_distributed_test.sh\n")
     result = run_validator(str(job))  # its own follow-up: the first run is still unbounded
     assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_submitters_time_limit_names_its_own_job_only(tmp_path):
+    """What a submitter's sbatch command must say for launch-time-limit to leave a job alone: the job's path
+    (a folder it names must be the job's: exp_a/train.sbatch is no exp_b/train.sbatch), a name with letters of
+    its own (`${RUN}.sbatch` names no file), the limit before the job's file (`sbatch job.sbatch -t 8` passes
+    -t to the job), not in a comment, and a file of the same repository; outside a repository only the job's own
+    folder is read, and a FIFO there is not opened."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    for folder in ("exp_a", "exp_b", "jobs"):
+        (repo / folder).mkdir()
+    job_text = "#!/bin/bash\n#SBATCH --nodes=1\nset -euo pipefail\npython train.py\n"
+    a, b = repo / "exp_a" / "train.sbatch", repo / "exp_b" / "train.sbatch"
+    a.write_text(job_text)
+    b.write_text(job_text)
+    (repo / "README.md").write_text("Submit with\n\n    sbatch --time=02:00:00 exp_a/train.sbatch\n")
+    assert run_validator(str(a)).stdout == ""
+    assert "[launch-time-limit]" in run_validator(str(b)).stdout
+    pretrain = repo / "jobs" / "pretrain_large.sbatch"
+    pretrain.write_text(job_text)
+    notes = repo / "jobs" / "notes.md"
+    for line in ('sbatch -t 30 "${RUN}.sbatch"\n', "sbatch pretrain_large.sbatch -t 8\n",
+                 "# sbatch --time=00:10:00 pretrain_large.sbatch\n",
+                 "sbatch pretrain_large.sbatch  # then: squeue -u $USER -t R\n",
+                 "sbatch pretrain_large.sbatch & watch squeue -t RUNNING\n"):
+        notes.write_text(line)
+        assert "[launch-time-limit]" in run_validator(str(pretrain)).stdout, line
+    notes.write_text('subprocess.run(["sbatch", "--time", limit, "--parsable", "jobs/pretrain_large.sbatch"])\n')
+    assert run_validator(str(pretrain)).stdout == ""
+    loose = tmp_path / "loose"  # no repository above it: the job's folder only
+    (loose / "deeper").mkdir(parents=True)
+    job = loose / "pretrain_large.sbatch"
+    job.write_text(job_text)
+    (loose / "deeper" / "submit.sh").write_text("sbatch --time=01:00:00 ../pretrain_large.sbatch\n")
+    os.mkfifo(loose / "pipe.sh")  # never opened: the run ends
+    result = run_validator(str(job), cwd=str(loose))
+    assert "[launch-time-limit]" in result.stdout, result.stdout + result.stderr

@@ -253,9 +253,13 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
         for collect in pending:
             found = [replace(f, path=shown_as.get(f.path, f.path)) for f in collect()]
             unparsed = {f.path for f in found if f.rule in PARSE_ERRORS}
+            codes: dict = {}
+            for f in found:
+                codes.setdefault(f.path, set()).add(f.rule)
             findings.extend(f for f in found
                             if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path),
-                                                                                        f.path in unparsed)
+                                                                                        f.path in unparsed,
+                                                                                        frozenset(codes[f.path]))
                                                                 and not unrendered_template(f, by_path.get(f.path)))
                                 or not silenceable(f))
                             and not _not_the_scripts(f, by_path.get(f.path)))

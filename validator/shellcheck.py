@@ -90,10 +90,16 @@ DEFECT_WARNINGS = frozenset({"SC2320", "SC2215"})
 PARSE_ERRORS = frozenset({"SC1072", "SC1073"})
 
 
-def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = False) -> bool:
+def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = False,
+                            file_rules: frozenset = frozenset()) -> bool:
     """Whether a shellcheck finding is a defect or a real risk in somebody else's batch script.
 
-    unparsed: shellcheck could not parse the finding's file (a parse error elsewhere in it)."""
+    unparsed: shellcheck could not parse the finding's file (a parse error elsewhere in it).
+    file_rules: the codes shellcheck reported for the finding's file."""
+    if finding.rule == "SC1119" or finding.rule in PARSE_ERRORS and "SC1119" in file_rules and _bash_parses(script):
+        return False  # a here-document's end word right before `)`: bash takes it (warns), shellcheck stops
+    if finding.rule in _GLUED_TEST_CODES and _glued_z_test(finding, script):
+        return False
     if finding.severity == "warning" and finding.rule not in DEFECT_WARNINGS \
             and not (finding.rule == "SC1078" and unparsed):
         return False
@@ -111,7 +117,52 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC1087" and (_in_pattern(finding, script) or _no_array(finding, script)):
         return False
+    if finding.rule == "SC2215" and _separator_line(finding, script):
+        return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
+
+
+# `[ -z "$5"] && X=False || X=$5` (open-r1's evaluate.slurm, copied by its forks; round three hundred and
+# seventy-five): with $5 empty the word is `]` and `[ -z ]` is true, the default is taken; with $5 set `[` says
+# "missing `]'" and fails, and the `||` branch takes $5. bash 5.2 runs it as meant, so shellcheck's parse
+# errors of that test (SC1020 the missing space, SC1019, SC1072, SC1073) are no defect there; `[ -n "$X"]` is
+# (`[ -n ]` is true for an empty X) and stays reported.
+_GLUED_TEST_CODES = frozenset({"SC1019", "SC1020", "SC1072", "SC1073"})
+_GLUED_Z = re.compile(r"\[\s+-z\s+\"\$\{?\w+\}?\"\](?=\s*(?:&&|\|\||;|$))")
+
+
+def _glued_z_test(finding: Finding, script) -> bool:
+    return _GLUED_Z.search(finding_line(finding, script)) is not None
+
+
+def _bash_parses(script) -> bool:
+    """bash itself reads the whole file without a syntax error (`bash -n`, which runs nothing): a parse error of
+    shellcheck's there is its own parser's limit. Run once per file; bash 5.2 in CI and here."""
+    import subprocess
+    text = _text(script)
+    if not text:
+        return False
+    def run():
+        try:
+            done = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0
+    shell = getattr(script, "shell", None)
+    return shell.once("bash -n", run) if shell is not None else run()
+
+
+_SEPARATOR = re.compile(r"\s*(-{3,}|={3,})\s*")
+_ERREXIT = re.compile(r"^\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)|^#!.*\s-[a-zA-Z]*e\b", re.M)
+
+
+def _separator_line(finding: Finding, script) -> bool:
+    """SC2215 on a line of dashes alone (`-----`, a separator above notes): bash reports "command not found"
+    and goes on, the job is as meant, unless set -e ends it there (round three hundred and sixty-three's
+    implicit_parser job). A dashed word with more on the line (`--do_train ...` after a cut continuation)
+    is still a defect."""
+    return _SEPARATOR.fullmatch(finding_line(finding, script)) is not None and script is not None \
+        and _ERREXIT.search(_text(script)) is None
 
 
 _N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")

@@ -729,7 +729,10 @@ _SOURCE_DIRECTIVE = re.compile(r"#\s*shellcheck\s+source=(\S+)")
 # `~/miniconda3/etc/profile.d/conda.sh`, /etc/profile), which sets only its own tool's names
 _OWN_PATH = re.compile(r"^[\"']?(?:\.{1,2}/|[\w.-]+/|[\w-]+\.(?:sh|bash|env|conf|cfg)\b"
                        r"|\$\{?\w*(?:SCRIPT|REPO|PROJECT|SRC|CODE)\w*\b|\$\(dirname|\$\{BASH_SOURCE)")
-_TOOL_FILE = re.compile(r"(?i)activate|venv|conda|mamba|spack|lmod|modules|profile|bashrc|setup-env|/etc/")
+# `activate` as a file of its own (a virtualenv's bin/activate, conda's), not a word of a longer name
+# (round three hundred and sixty-three: `. ./activate_models_conll2018.sh` fills the job's own arrays)
+_TOOL_FILE = re.compile(r"(?i)(?:^|/)activate(?:\.\w+)?[\"']?$|venv|conda|mamba|spack|lmod|modules|profile|bashrc"
+                        r"|setup-env|/etc/")
 
 
 @dataclass(frozen=True)
@@ -849,27 +852,6 @@ def interactive_server(command) -> bool:
             return True
     return False
 
-
-
-# Services that run until they are stopped: an interactive session's notebook (INTERACTIVE_SERVERS) and
-# the scheduler and workers of a task farm that serves it (Dask's, IPython parallel's). A job built around
-# one ends by scancel or its time limit; their exit status is not its result.
-SERVICES = frozenset(INTERACTIVE_SERVERS | {"dask-scheduler", "dask-worker", "dask-cuda-worker", "dask-mpi",
-                                            "ipcontroller", "ipengine", "ipcluster"})
-
-
-def runs_service(command) -> bool:
-    """The command (an srun step, mpirun, a container runtime, the batch shell) runs a service: an
-    interactive server (interactive_server), or a SERVICES program as one of its words."""
-    return interactive_server(command) or command.name.rsplit("/", 1)[-1] in SERVICES or any(
-        (a.value or "").rsplit("/", 1)[-1] in SERVICES for a in command.args)
-
-
-def interactive_session(shell) -> bool:
-    """The job serves an interactive session: it starts an interactive server in the background (`srun
-    jupyter notebook ... &`, `singularity run IMG "jupyter lab" &`) and the person using it ends the job
-    (scancel, or the time limit): round two's and round three hundred and fifty-seven's ULHPC Jupyter jobs."""
-    return any(backgrounded(c) and interactive_server(c) for c in shell.commands)
 
 
 def read_beyond_parse(script, name: str) -> bool:

@@ -5,8 +5,8 @@ Premise: bash's `wait` without arguments returns 0 once every child has ended, w
 for work the batch shell itself starts in the background (`python run.py cfg1 & python run.py cfg2 &
 wait`: a sweep whose failed runs end COMPLETED; 10 of 10 such findings on read corpora judged true),
 but for an interactive server (Jupyter, TensorBoard) meant to run until its user is done; nor is a bare
-wait reported in an interactive session (base.interactive_session: a notebook in the background) whose
-background steps are all services (base.SERVICES: the notebook, Dask's scheduler and workers): the wait
+wait reported in an interactive session (interactive_session: a notebook in the background) whose
+background steps are all services (runs_service: the notebook, Dask's scheduler and workers): the wait
 keeps them up until the user ends the job (round three hundred and fifty-seven). A step that
 only runs a command with nothing to report (sleep, hostname, echo, date: _NOTHING_TO_LOSE; a program asked
 only for its `--version`) loses no status worth keeping: such steps alone do not make a bare wait a
@@ -34,8 +34,9 @@ import bisect
 import re
 
 from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
-                                  function_definitions, interactive_server, interactive_session, runs_service,
-                                  set_effect, shell_payload, signal_name, statement_of)
+                                  function_definitions, interactive_server, set_effect, shell_payload, signal_name,
+                                  statement_of)
+from validator.rules.launch_kill_on_bad_exit import interactive_session, runs_service
 from validator.rules.srun import program_words, step_program
 
 ID = "launch-bare-wait"
@@ -300,7 +301,7 @@ def check(target):
     steps = {"srun"} | _functions_running_srun(shell)
     background = [c for c in shell.commands if (c.name in steps or _work(c)) and backgrounded(c)
                   and not _nothing_to_lose(c, shell)]
-    if interactive_session(shell) and all(runs_service(c) for c in background):
+    if interactive_session(shell) and all(runs_service(shell, c) for c in background):
         return  # the wait keeps a session's notebook and its task farm up until its user ends the job
     killed = _killed_before_wait(shell, background) if background else set()
     background = [c for c in background if id(c) not in killed]

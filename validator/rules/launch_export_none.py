@@ -113,16 +113,25 @@ def _runs_a_script(command) -> bool:
 
 
 def _steps_export_all(shell) -> bool:
-    """The script gives srun --export=ALL through the environment: SRUN_EXPORT_ENV when it sets it (srun reads
-    it over SLURM_EXPORT_ENV: the env_vars table of src/srun/libsrun/opt.c at slurm-22-05-0-1 and of
-    src/srun/opt.c at slurm-26-05-1-1, and srun.1's "will override any setting for SLURM_EXPORT_ENV"), else
-    SLURM_EXPORT_ENV. A Ray launcher writes `export SRUN_EXPORT_ENV="ALL,LD_LIBRARY_PATH=..."`."""
+    """The script gives srun --export=ALL through the environment: SRUN_EXPORT_ENV where it sets it to a
+    literal (srun reads it over SLURM_EXPORT_ENV: the env_vars table of src/srun/libsrun/opt.c at
+    slurm-22-05-0-1 and of src/srun/opt.c at slurm-26-05-1-1, and srun.1's "will override any setting for
+    SLURM_EXPORT_ENV"), else SLURM_EXPORT_ENV. A Ray launcher writes `export SRUN_EXPORT_ENV="ALL,PATH=$PATH"`:
+    the raw word counts, ALL as the list's first item; a value that is only an expansion is not known."""
+    exported = {a.value for c in shell.named("export") for a in c.args}
     for name in ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV"):
-        # the raw word: a list with expansions after ALL (`"ALL,PATH=$PATH"`) has no literal value
-        values = [a.raw.lstrip("\"'").upper() for a in shell.assignments if a.name == name]
-        if values:
-            return any(v.startswith("ALL") for v in values)
+        # SLURM_EXPORT_ENV is in the job's environment already (sbatch sets it); SRUN_EXPORT_ENV reaches srun
+        # only exported
+        values = [a.raw.strip("\"'") for a in shell.assignments if a.name == name
+                  and (name == "SLURM_EXPORT_ENV" or a.exported or name in exported)]
+        if any(_ALL.match(v) for v in values):
+            return True
+        if any(v and not v.startswith("$") for v in values):
+            return False  # a list without ALL, or NONE: what srun reads
     return False
+
+
+_ALL = re.compile(r"(?i)ALL(?:,|$)")
 
 
 def check(target):

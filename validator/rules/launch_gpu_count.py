@@ -107,12 +107,13 @@ def _even_share(parsed):
 
 
 def _one_node_total(parsed, launcher):
-    """The job's --gpus total where the job gives no --nodes and the launcher says it runs on one node
+    """The job's --gpus total where the job gives no --nodes, runs one task and the launcher says it runs on one node
     (`torchrun --standalone` or `--nnodes=1`): the literal then names the GPUs the author asked for that node
     (round three hundred and fifty-seven: `#SBATCH -G 2` and `torchrun --standalone --nnodes=1
     --nproc_per_node=2`), else None."""
-    if parsed.get("nodes"):
-        return None
+    if parsed.get("nodes") or as_int(parsed.value("ntasks") or "1") != 1 \
+            or as_int(parsed.value("ntasks-per-node") or "1") != 1:
+        return None  # several tasks may take the GPUs on several nodes: one launcher per task
     nnodes = launcher.option("--nnodes")
     one_node = launcher.has_flag("--standalone") or (nnodes is not None and nnodes.value in ("1", "1:1"))
     return as_int((parsed.value("gpus") or "").rsplit(":", 1)[-1]) if one_node else None

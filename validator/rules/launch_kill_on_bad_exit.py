@@ -46,6 +46,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import TEMPLATE, VALUE_TOKEN
+from validator.shell import Word
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
@@ -112,7 +113,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # the variable alone: `-n $((8 * SLURM_NNODES))` is eight tasks a node (round sixty-six's kharma job)
         per_node_count = _NODE_COUNT_VARIABLE.match(count.raw) or _NODE_COUNT_NAME.search(count.raw)
         job_count = _JOB_TASKS.search(count.raw) is not None and _job_tasks(asked) == 1
-        return count.value == "1" or job_count or bool(per_node_count) and _one_node(parsed, asked, strict)
+        return count.value == "1" or _literal_count(shell, count.raw) == 1 or job_count \
+            or bool(per_node_count) and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -496,14 +498,55 @@ _PLAIN_IMPORT = re.compile(r"(?:^|(?<=[;\n]))[ \t]*import[ \t]+[\w.]+(?:[ \t]*,[
 
 def _local_code(words) -> bool:
     """`python -c CODE` whose code shows no sign of joining other tasks (_SIGNS, "code": an mllog event,
-    a file check, a look at the task's own GPU, modules only imported): each task runs it alone."""
+    a file check, a look at the task's own GPU, modules only imported): each task runs it alone. An import of
+    mpi4py stays: importing mpi4py.MPI calls MPI_Init, which waits for every task."""
     code = _python_code(words)
-    return code is not None and not _CODE_SIGNS.search(_PLAIN_IMPORT.sub("", code))
+    return code is not None and not _CODE_SIGNS.search(
+        _PLAIN_IMPORT.sub(lambda m: m.group(0) if "mpi4py" in m.group(0) else "", code))
 
 
 def _local_python(command) -> bool:
     """`python -c "import torch; print(torch.cuda.current_device())"`: code that joins no other task."""
     return command.name.rsplit("/", 1)[-1].startswith("python") and _local_code(command.args)
+
+
+_ARITHMETIC = re.compile(r"\$\(\((.{1,200})\)\)")
+
+
+def _literal_count(shell, raw: str, depth: int = 0) -> int | None:
+    """The number a task count's variable surely holds (`srun -n $num_task` after `num_task=$((gpus*nodes))`,
+    `gpus=1`, `nodes=1`: round three hundred and sixty-seven's LAMMPS benchmarks): every assignment of it the
+    same integer, or bash arithmetic of integers and such variables (+, -, *); else None."""
+    import ast
+    match = re.fullmatch(r"[\"']?\$\{?(\w{1,128})\}?[\"']?", raw.strip()) if depth < 3 else None
+    if match is None:
+        return None
+    found = set()
+    for assignment in shell.assigned(match.group(1)):
+        text = assignment.raw.strip("\"'")
+        arithmetic = _ARITHMETIC.fullmatch(text)
+        try:
+            tree = ast.parse(arithmetic.group(1).strip(), mode="eval") if arithmetic else None
+        except (SyntaxError, ValueError):
+            return None
+        found.add(int(text) if text.isdigit() else _evaluate(shell, tree.body, depth) if tree else None)
+    return found.pop() if len(found) == 1 else None
+
+
+def _evaluate(shell, node, depth: int) -> int | None:
+    """A bash arithmetic expression read as Python's: integers, names of such variables, +, - and *."""
+    import ast
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return _literal_count(shell, "$" + node.id, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        left, right = _evaluate(shell, node.left, depth), _evaluate(shell, node.right, depth)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node.op, ast.Add) else left - right if isinstance(node.op, ast.Sub) \
+            else left * right
+    return None
 
 
 _DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
@@ -818,3 +861,71 @@ def check(target):
             continue
         yield (target.script.display, command.line, command.col,
                "srun without --kill-on-bad-exit=1: when one task dies the others wait until the time limit")
+
+
+# Services that run until they are stopped: an interactive session's notebook or TensorBoard (INTERACTIVE_SERVERS),
+# and the scheduler and workers of a task farm that serves it (Dask's, IPython parallel's). A job built around one
+# ends by scancel or its time limit; their exit status is not its result (round three hundred and fifty-seven's
+# ULHPC Jupyter and Dask session, and `mpirun --np 8 dask-mpi ...` kept up by `sleep 36000`).
+_SERVICES = frozenset({"dask-scheduler", "dask-worker", "dask-cuda-worker", "dask-mpi", "ipcontroller", "ipengine",
+                       "ipcluster"})
+_SERVICE_SUBCOMMANDS = {"dask": (("scheduler",), ("worker",), ("cuda", "worker"))}
+# jupyter's subcommands that run a notebook to its end (work), not a server or a listing
+_JUPYTER_WORK = {"nbconvert", "execute", "run", "nbclassic-run"}
+
+
+def _served_words(shell, command) -> list[str]:
+    """The words of the program a command runs, from the program on: srun's step program, the program inside
+    `apptainer|singularity exec|run IMAGE`, python's -m module, or the command itself in the batch shell; a
+    command string's words (`singularity run IMG "jupyter lab --port 8888"`) split."""
+    if command.name == "srun":
+        program = step_program(command, shell)
+        words = program_words(command, program, with_program=True) if program is not None else []
+    else:
+        words = [command] + list(command.args)
+    texts = []
+    for word in words:
+        text = word.name if word is command else (word.value if word.value is not None else word.raw)
+        texts.extend(text.strip("\"'").split() or [""])
+    name = texts[0].rsplit("/", 1)[-1] if texts else ""
+    if name in _RUNTIMES and texts[1:2] and texts[1] in ("exec", "run"):
+        rest = [Word(t, t, 0, 0) for t in texts]
+        at = _first_operand(rest, 2, _RUNTIME_VALUE_OPTIONS) + 1  # past the image
+        return _served_words_of(texts[_first_operand(rest, at, _RUNTIME_VALUE_OPTIONS):])
+    return _served_words_of(texts)
+
+
+def _served_words_of(texts: list[str]) -> list[str]:
+    """`python -m jupyter lab` is `jupyter lab`; anything else as it is."""
+    if texts and texts[0].rsplit("/", 1)[-1].startswith("python") and texts[1:2] == ["-m"]:
+        return texts[2:]
+    return texts
+
+
+def session_tool(shell, command) -> bool:
+    """The command runs an interactive server's program (jupyter, tensorboard, code-server: a server, or a
+    listing such as `jupyter kernelspec list`), not a notebook run to its end (`jupyter nbconvert --execute`)."""
+    words = _served_words(shell, command)
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    return name in INTERACTIVE_SERVERS and not (name == "jupyter" and words[1:2] and words[1] in _JUPYTER_WORK)
+
+
+def runs_service(shell, command) -> bool:
+    """The command serves until it is stopped: an interactive server (session_tool), a task farm's scheduler
+    or worker (_SERVICES, `dask scheduler|worker`), also through srun, a container or an MPI launcher."""
+    words = _served_words(shell, command)
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    if name in MPI_LAUNCHERS:  # `mpirun --np 8 dask-mpi ...`: the launcher's first operand
+        rest = [w for w in words[1:] if not w.startswith("-") and not w.isdigit()]
+        return bool(rest) and rest[0].rsplit("/", 1)[-1] in _SERVICES
+    if name in _SERVICES or session_tool(shell, command):
+        return True
+    return any(tuple(words[1:1 + len(sub)]) == sub for sub in _SERVICE_SUBCOMMANDS.get(name, ()))
+
+
+def interactive_session(shell) -> bool:
+    """The job serves an interactive session: it starts an interactive server in the background (`srun jupyter
+    notebook ... &`, `singularity run IMG "jupyter lab" &`), and the person using it ends the job (scancel, or
+    the time limit)."""
+    return shell.once("interactive session", lambda: any(backgrounded(c) and session_tool(shell, c)
+                                                         for c in shell.commands))

@@ -134,7 +134,10 @@ def _elastic(command, shell) -> bool:
 _STARTERS = MPI_LAUNCHERS | {"deepspeed", "accelerate", "jsrun", "lightning"}
 # A program other than torchrun that may read MASTER_PORT (torch's env:// rendezvous in a plain python, or
 # one of _STARTERS); `python -m torch.distributed.run` is torchrun
-_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+torch\.distributed\.run)|"
+# (`python3 -m venv ENV`, pip, ensurepip, virtualenv: tools that make an environment, read no MASTER_PORT; round
+# three hundred and seventy-one)
+_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+(?:torch\.distributed\.run|venv|pip|ensurepip"
+                           r"|virtualenv)\b)|"
                            + "|".join(re.escape(n) for n in sorted(_STARTERS)) + r")(?![\w.-])")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 

@@ -20,18 +20,19 @@ an ERR trap that exits), no `exec` of the work and no `$?` read right after it: 
 last trailer's, COMPLETED whatever the work did (bash(1): a script's status is its last command's).
 Tried once as "any command after batch-shell work" (about 3 in 4 true); narrowed to these trailers,
 48 of 48 new findings over the corpora on disk were judged true.
-Not in an interactive session (base.interactive_session: a notebook started in the background; its user
-ends the job), nor after work that is a service (base.SERVICES: `mpirun dask-mpi ...`, which serves until
-the time limit; round three hundred and fifty-seven).
+In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
+background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
+work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
+has no status a trailer hides (round three hundred and fifty-seven).
 A lost srun status is not reported where the batch shell then tests the work's results and exits
 non-zero when a test fails (checks_results_after in rules/base.py: `if [ ! -f ocean.output ]; then
 exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, interactive_session,
-                                  is_batch_script, runs_service, set_effect, sourced, top_level_statement)
-from validator.rules.launch_kill_on_bad_exit import helper_step
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
+                                  set_effect, sourced, top_level_statement)
+from validator.rules.launch_kill_on_bad_exit import helper_step, interactive_session, runs_service, session_tool
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -129,7 +130,10 @@ def _risks(script, sourced_shells=()):
     forced = None if errexit else _forced_success(shell)
     if forced is not None:
         yield forced
-    sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)]
+    session = interactive_session(shell)
+    # in an interactive session, a step of its server's own program (`srun jupyter kernelspec list`) is no work
+    sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)
+             and not (session and session_tool(shell, c))]
     for command in sruns:
         element = command.node  # `srun ... 2>&1 | tee log`: the pipeline's element is the redirected statement
         while element.parent is not None and element.parent.type == "redirected_statement":
@@ -144,8 +148,6 @@ def _risks(script, sourced_shells=()):
                                 f"last command's ({name}), a failed srun passes unnoticed"
     if forced is not None:
         return  # the status is lost at the `exit 0`: said once
-    if interactive_session(shell):
-        return  # its user ends the job (scancel, the time limit): no status of a step is its result
     if not errexit and not shell.named("srun"):
         hidden = _work_then_echo(shell)
         if hidden is not None:
@@ -155,7 +157,7 @@ def _risks(script, sourced_shells=()):
     if not foreground and not errexit:
         # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
         nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
-                  and _statement(c.node).type == "if_statement"]
+                  and _statement(c.node).type == "if_statement" and not (session and session_tool(shell, c))]
         foreground = nested[-1:]
     if errexit or not foreground:
         return
@@ -343,7 +345,7 @@ def _work_then_echo(shell):
     main, statement = last
     if statement.text.startswith(b"exec "):
         return None  # `exec python ...` replaces the shell: nothing after it runs
-    if runs_service(main):
+    if runs_service(shell, main):
         return None  # `mpirun dask-mpi ...` serves until the time limit ends the job: it never ends COMPLETED
     after = _following(statement)
     if after and after[-1].text.strip() in (b"exit", b"exit $?", b'exit "$?"'):

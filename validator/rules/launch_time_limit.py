@@ -63,75 +63,99 @@ def _writes_jobs(script) -> bool:
 # line options will override any environment variables" (sbatch.1, INPUT ENVIRONMENT VARIABLES, at
 # slurm-22-05-0-1 and slurm-26-05-1-1), SBATCH_TIMELIMIT being --time's variable. Only in the default profile:
 # a preset is run as it is (`sbatch --nodes N presets/gh200/train.sbatch`) and carries its own limit. The
-# repository is engine.find_root's: the nearest folder with presets/ or .git, else the job's own folder.
-# scripts, and notes that give the command to submit with (round three hundred and fifty-seven: a
-# repository's jobs/commands.md submits each job with `sbatch --time=72:00:00 ...`)
+# repository is engine.find_root's, the nearest folder with presets/ or .git; where there is none, only the
+# job's own folder is read (a job in /tmp or $HOME is no repository to walk).
+# Scripts, and notes that give the command to submit with (round three hundred and fifty-seven: a repository's
+# jobs/commands.md submits each job with `sbatch --time=72:00:00 ...`).
 _SCANNED = frozenset({".sh", ".bash", ".ksh", ".zsh", ".py", ".slurm", ".sbatch", ".job", ".s", ".submit", ".cmd",
                       ".mk", ".yaml", ".yml", ".md", ".rst", ".txt"})
 _SKIPPED = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 _MAX_FILES = 5000  # a submitter is a script of the repository, not one of a vendored tree's files
-_MAX_BYTES = 1 << 20
-_SEGMENT_END = re.compile(r"\|\|?|;|&&|`")
+_MAX_ENTRIES = 50000  # names listed in all, read or not
+_MAX_BYTES = 256 * 1024  # per file (source.read_source's bound); a submitter is a short script or a note
+_MAX_TOTAL = 16 * 1024 * 1024  # read in all
+_SEGMENT_END = re.compile(r"\|\|?|;|&&?|`|\s#")  # a command ends at a pipe, a list, `&`, a backtick, a comment
 _TOKEN = re.compile(r"[^\s'\"\[\](),`]+")
 _FIELD = re.compile(r"\$\{[^}]*\}|\$\w+|\{[^}]*\}|%\(\w+\)s|%s")
-_LITERAL_NEEDED = 4  # `sbatch -t 10 $JOB` names no file: only a name with some letters of its own counts
+_LITERAL_NEEDED = 4  # `sbatch -t 10 $JOB.sh` names no file: only a name with letters of its own counts
 
 
 def _submitted_with_time(path, root) -> bool:
     """Another file of the repository runs sbatch with a time limit (-t, --time, SBATCH_TIMELIMIT) on a job file
-    whose name matches this one's (`sbatch_${RUN_MODEL}_test.sh` is the pattern sbatch_*_test.sh)."""
-    name = os.path.basename(str(path))
+    whose path matches this one's (`.../test_scripts/$RUN_MODEL/sbatch_${RUN_MODEL}_test.sh` is the pattern
+    */test_scripts/*/sbatch_*_test.sh; `exp_a/train.sbatch` names no exp_b/train.sbatch)."""
     me = os.path.realpath(str(path))
-    return any(source != me and fnmatch.fnmatchcase(name, pattern)
-               for source, pattern in _timed_submissions(os.path.abspath(str(root))))
+    top = os.path.abspath(str(root))
+    real_repository = any(os.path.exists(os.path.join(top, marker)) for marker in (".git", "presets"))
+    scope = top if real_repository else os.path.dirname(me)
+    return any(source != me and fnmatch.fnmatchcase(me, pattern)
+               for source, pattern in _timed_submissions(scope, real_repository))
 
 
 @lru_cache(maxsize=8)
-def _timed_submissions(root: str) -> tuple[tuple[str, str], ...]:
-    """(file, job-name pattern) of every sbatch command with a time limit in the repository's scripts; read once
-    per repository, at most _MAX_FILES files of at most _MAX_BYTES, links not followed."""
+def _timed_submissions(scope: str, walk: bool) -> tuple[tuple[str, str], ...]:
+    """(file, job-path pattern) of every sbatch command with a time limit in the scripts and notes under `scope`
+    (only `scope` itself where walk is False), read once per scope by source.read_source (regular files inside
+    the scope, no FIFO, no link out), within _MAX_FILES, _MAX_ENTRIES and _MAX_TOTAL."""
+    from pathlib import Path
+
+    from validator.source import read_source
     found: list[tuple[str, str]] = []
-    seen = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED)
-        for file_name in sorted(files):
-            if os.path.splitext(file_name)[1] not in _SCANNED and file_name != "Makefile":
+    files = entries = total = 0
+    for folder, dirs, names in os.walk(scope):
+        dirs[:] = sorted(d for d in dirs if walk and not d.startswith(".") and d not in _SKIPPED)
+        entries += len(dirs) + len(names)
+        for name in sorted(names):
+            if os.path.splitext(name)[1] not in _SCANNED and name != "Makefile":
                 continue
-            seen += 1
-            if seen > _MAX_FILES:
+            files += 1
+            if files > _MAX_FILES or entries > _MAX_ENTRIES or total > _MAX_TOTAL:
                 return tuple(found)
-            file_path = os.path.join(folder, file_name)
-            try:
-                if os.path.islink(file_path) or os.path.getsize(file_path) > _MAX_BYTES:
-                    continue
-                with open(file_path, "rb") as handle:
-                    data = handle.read()
-            except OSError:
+            src = read_source(Path(folder) / name, Path(scope), _MAX_BYTES)
+            if not src.usable or "sbatch" not in src.text:
                 continue
-            if b"sbatch" in data:
-                real = os.path.realpath(file_path)
-                found.extend((real, pattern) for pattern in _patterns(data.decode("utf-8", "replace")))
+            total += len(src.text)
+            real = os.path.realpath(os.path.join(folder, name))
+            found.extend((real, pattern) for pattern in _patterns(src.text))
     return tuple(found)
 
 
+@lru_cache(maxsize=1)
+def _value_options() -> frozenset:
+    """sbatch's options that take a value, long and short (`--partition`, `-p`): the word after one is its
+    value, not the job (validator/data/sbatch_options.json, from src/common/slurm_opt.c)."""
+    from validator.sbatch import option_table
+    options = option_table()["options"]
+    return frozenset({f"--{name}" for name, o in options.items() if o.get("arg") == "required"}
+                     | {f"-{o['short']}" for o in options.values() if o.get("short") and o.get("arg") == "required"})
+
+
 def _patterns(text: str):
-    """The job-name patterns of the sbatch commands in `text` that carry a time limit."""
+    """The job-path patterns of the sbatch commands in `text` that carry a time limit before the job's file (words
+    after it are the job's own arguments); commented-out lines are skipped."""
     for line in text.replace("\\\n", " ").split("\n"):
-        if "sbatch" not in line or line.lstrip().startswith("#SBATCH"):
+        stripped = line.lstrip()
+        if "sbatch" not in line or stripped.startswith("#"):
             continue
         for segment in _SEGMENT_END.split(line):
             words = _TOKEN.findall(segment)
             at = next((i for i, w in enumerate(words) if w == "sbatch" or w.endswith("/sbatch")), None)
             if at is None:
                 continue
-            after = words[at + 1:]
-            timed = any(w in ("-t", "--time") or w.startswith("--time=") or re.fullmatch(r"-t\d\S*", w)
-                        for w in after) or any(w.startswith("SBATCH_TIMELIMIT=") for w in words[:at])
-            if not timed:
-                continue
-            for word in after:
-                if word.startswith("-"):
-                    continue
-                pattern = _FIELD.sub("*", word.rsplit("/", 1)[-1])
-                if len(pattern.replace("*", "").replace(".", "")) >= _LITERAL_NEEDED:
-                    yield pattern
+            timed = any(w.startswith("SBATCH_TIMELIMIT=") for w in words[:at])
+            job, i = None, at + 1
+            while i < len(words):
+                word = words[i]
+                if not word.startswith("-"):
+                    job = word
+                    break
+                timed = timed or word in ("-t", "--time") or word.startswith("--time=") or \
+                    re.fullmatch(r"-t\d\S*", word) is not None
+                i += 2 if word in _value_options() else 1
+            if timed and job is not None:
+                pattern = _FIELD.sub("*", job)
+                while pattern.startswith(("./", "../")):
+                    pattern = pattern.split("/", 1)[1]
+                stem = os.path.splitext(pattern.rsplit("/", 1)[-1])[0]
+                if len(stem.replace("*", "").replace(".", "")) >= _LITERAL_NEEDED:
+                    yield pattern if pattern.startswith("/") else "*/" + pattern

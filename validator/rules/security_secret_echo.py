@@ -73,6 +73,7 @@ def _captured(node, shell, depth: int = 0) -> bool:
 # else runs in the $( ) may print it into the echo's words (`$(echo "$KEY")`, `$(cat <<< "$KEY")`): still
 # reported.
 _TESTS = ("[", "test")
+_ARITHMETIC_TEST = re.compile(r"\s-(eq|ne|lt|le|gt|ge)\s")
 
 
 def _printed_by(node, echo) -> bool:
@@ -81,10 +82,13 @@ def _printed_by(node, echo) -> bool:
     parent = node.parent
     while parent is not None and parent is not echo and parent.start_byte >= echo.start_byte:
         if parent.type == "test_command":
-            return False
+            # an arithmetic test prints a value that is no number into its error (`[: abc: integer expression
+            # expected`, bash(1)): only a string test reads it silently
+            return _ARITHMETIC_TEST.search(parent.text.decode("utf-8", "replace")) is not None
         if parent.type == "command":
             name = parent.child_by_field_name("name")
-            return name is None or name.text.decode("utf-8", "replace") not in _TESTS
+            return name is None or name.text.decode("utf-8", "replace") not in _TESTS \
+                or _ARITHMETIC_TEST.search(parent.text.decode("utf-8", "replace")) is not None
         parent = parent.parent
     return True
 
