@@ -279,7 +279,8 @@ _NODE_CHECK_SCRIPT = re.compile(r"(?i)(^|[-_])(dcgmproftester\d*|dcgmi|dcgm[-_]?
 # ("Dynamic Scheduling" of RedisEvalParallelSampler, doc/sampler.rst of ICB-DCM/pyABC at 0.11.6; round two
 # hundred and seventy-five).
 # dask-cuda's worker (`dask-cuda-worker`, round three hundred and fifty-seven) is a Dask worker with a GPU each.
-_BOUNDED = {"timeout", "ipengine", "dask-worker", "dask-cuda-worker", "abc-redis-worker"}
+_FARM_WORKERS = frozenset({"ipengine", "dask-worker", "dask-cuda-worker", "abc-redis-worker"})
+_BOUNDED = {"timeout"} | _FARM_WORKERS
 # HyperQueue's workers (`hq worker start`) the same: "Sometimes a worker might crash while it is executing
 # some task. In that case the server will automatically reschedule that task to a different worker"
 # (docs/jobs/failure.md, It4innovations/hyperqueue at 09effb01; round two hundred and sixty-five).
@@ -867,9 +868,8 @@ def check(target):
 # and the scheduler and workers of a task farm that serves it (Dask's, IPython parallel's). A job built around one
 # ends by scancel or its time limit; their exit status is not its result (round three hundred and fifty-seven's
 # ULHPC Jupyter and Dask session, and `mpirun --np 8 dask-mpi ...` kept up by `sleep 36000`).
-_SERVICES = frozenset({"dask-scheduler", "dask-worker", "dask-cuda-worker", "dask-mpi", "ipcontroller", "ipengine",
-                       "ipcluster"})
-_SERVICE_SUBCOMMANDS = {"dask": (("scheduler",), ("worker",), ("cuda", "worker"))}
+_SERVICES = _FARM_WORKERS | {"dask-scheduler", "dask-mpi", "ipcontroller", "ipcluster"}
+_SERVICE_SUBCOMMANDS = {"dask": (("scheduler",), *_FARM_SUBCOMMANDS["dask"])}
 # jupyter's subcommands that run a notebook to its end (work), not a server or a listing
 _JUPYTER_WORK = {"nbconvert", "execute", "run", "nbclassic-run"}
 
