@@ -28,6 +28,7 @@ bench: $(STAMP) .venv/.compiled
 	$(PY) bench/bench_bounds.py
 	$(PY) bench/bench_verdict_logs.py  # the verdict's log readers on hostile logs (linear in size)
 	$(PY) bench/bench_srun_lines.py  # 10,000 srun lines: every rule linear in the input (issue 28)
+	$(PY) bench/bench_repository_search.py  # launch-time-limit's search of the job's repository, to its bounds
 	$(PY) bench/group_noise.py  # localization's group tests under healthy spread (simulation)
 
 # A local 2-node Slurm cluster (needs root), the ethernet-only preset in functional mode, the verdict.
