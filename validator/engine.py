@@ -255,7 +255,7 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             unparsed = {f.path for f in found if f.rule in PARSE_ERRORS}
             codes: dict = {}
             for f in found:
-                codes.setdefault(f.path, set()).add(f.rule)
+                codes.setdefault(f.path, set()).add((f.rule, f.line))
             findings.extend(f for f in found
                             if (f.path not in default_paths or (keep_in_default_profile(f, by_path.get(f.path),
                                                                                         f.path in unparsed,

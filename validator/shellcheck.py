@@ -95,10 +95,10 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
     """Whether a shellcheck finding is a defect or a real risk in somebody else's batch script.
 
     unparsed: shellcheck could not parse the finding's file (a parse error elsewhere in it).
-    file_rules: the codes shellcheck reported for the finding's file."""
-    if finding.rule == "SC1119" or finding.rule in PARSE_ERRORS and "SC1119" in file_rules and _bash_parses(script):
+    file_rules: (code, line) of every finding shellcheck reported for the finding's file."""
+    if (finding.rule == "SC1119" or finding.rule in PARSE_ERRORS) and _heredoc_end_taken(script, file_rules):
         return False  # a here-document's end word right before `)`: bash takes it (warns), shellcheck stops
-    if finding.rule in _GLUED_TEST_CODES and _glued_z_test(finding, script):
+    if finding.rule in _GLUED_TEST_CODES and _glued_z_test(finding, script) and _bash_parses(script)[0]:
         return False
     if finding.severity == "warning" and finding.rule not in DEFECT_WARNINGS \
             and not (finding.rule == "SC1078" and unparsed):
@@ -131,38 +131,66 @@ _GLUED_TEST_CODES = frozenset({"SC1019", "SC1020", "SC1072", "SC1073"})
 _GLUED_Z = re.compile(r"\[\s+-z\s+\"\$\{?\w+\}?\"\](?=\s*(?:&&|\|\||;|$))")
 
 
+_GLUED_N = re.compile(r"\[\s+-n\s+\"?\$\{?\w+\}?\"?\]")
+
+
 def _glued_z_test(finding: Finding, script) -> bool:
-    return _GLUED_Z.search(finding_line(finding, script)) is not None
+    """The line holds a glued `-z` test of one quoted variable and no glued `-n` one (`[ -n "$Y"]` is true for an
+    empty Y: a defect on the same line)."""
+    line = finding_line(finding, script)
+    return _GLUED_Z.search(line) is not None and _GLUED_N.search(line) is None
 
 
-def _bash_parses(script) -> bool:
-    """bash itself reads the whole file without a syntax error (`bash -n`, which runs nothing): a parse error of
-    shellcheck's there is its own parser's limit. Run once per file; bash 5.2 in CI and here."""
+# bash's warning for a here-document whose end word it did not find alone on a line: "LINE: warning: here-document
+# at line N delimited by end-of-file (wanted `WORD')"
+_EOF_HEREDOC = re.compile(r"line (\d+): warning: here-document at line \d+ delimited by end-of-file")
+
+
+def _heredoc_end_taken(script, file_rules) -> bool:
+    """SC1119 (a here-document's end word followed by `)`, `PY)`) where bash takes that word as the end: a bash
+    script that `bash -n` reads whole, and whose every "delimited by end-of-file" warning is on an SC1119 line (a
+    here-document that swallows the rest of the file warns at the file's end: still reported)."""
+    marked = {line for code, line in file_rules if code == "SC1119"}
+    if not marked or getattr(script, "interpreter", None) != "bash":
+        return False
+    parses, warned = _bash_parses(script)
+    return parses and warned <= marked
+
+
+def _bash_parses(script) -> tuple[bool, set]:
+    """(bash itself reads the whole file without a syntax error, the lines of its end-of-file here-document
+    warnings): `bash -n`, which runs nothing, once per file; bash 5.2 in CI and here."""
     import subprocess
     text = _text(script)
-    if not text:
-        return False
+
     def run():
+        if not text:
+            return False, set()
         try:
             done = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.SubprocessError):
-            return False
-        return done.returncode == 0
+            return False, set()
+        return done.returncode == 0, {int(m.group(1)) for m in _EOF_HEREDOC.finditer(done.stderr)}
     shell = getattr(script, "shell", None)
     return shell.once("bash -n", run) if shell is not None else run()
 
 
 _SEPARATOR = re.compile(r"\s*(-{3,}|={3,})\s*")
-_ERREXIT = re.compile(r"^\s*set\s+(-[a-zA-Z]*e|-o\s+errexit)|^#!.*\s-[a-zA-Z]*e\b", re.M)
+_ERREXIT = re.compile(r"^\s*set\b.*\s-[a-zA-Z]*e|^\s*set\b.*-o\s+errexit|^#!.*\s-[a-zA-Z]*e\b|\btrap\b.*\bERR\b",
+                      re.M)
 
 
 def _separator_line(finding: Finding, script) -> bool:
     """SC2215 on a line of dashes alone (`-----`, a separator above notes): bash reports "command not found"
-    and goes on, the job is as meant, unless set -e ends it there (round three hundred and sixty-three's
-    implicit_parser job). A dashed word with more on the line (`--do_train ...` after a cut continuation)
-    is still a defect."""
-    return _SEPARATOR.fullmatch(finding_line(finding, script)) is not None and script is not None \
-        and _ERREXIT.search(_text(script)) is None
+    and goes on, the job is as meant (round three hundred and sixty-three's implicit_parser job); not where
+    set -e (or an ERR trap) ends the job there, nor where it is the job's last command (its status, 127, is
+    the job's). A dashed word with more on the line (`--do_train ...` after a cut continuation) is still a
+    defect."""
+    lines = _lines(script)
+    if _SEPARATOR.fullmatch(finding_line(finding, script)) is None or script is None \
+            or _ERREXIT.search(_text(script)) is not None:
+        return False
+    return any(line.strip() and not line.lstrip().startswith("#") for line in lines[finding.line:])
 
 
 _N_TEST = re.compile(r"-n\s+\$\{?(\w+)\}?(?=[\s\]])")

@@ -118,12 +118,15 @@ def _steps_export_all(shell) -> bool:
     slurm-22-05-0-1 and of src/srun/opt.c at slurm-26-05-1-1, and srun.1's "will override any setting for
     SLURM_EXPORT_ENV"), else SLURM_EXPORT_ENV. A Ray launcher writes `export SRUN_EXPORT_ENV="ALL,PATH=$PATH"`:
     the raw word counts, ALL as the list's first item; a value that is only an expansion is not known."""
-    exported = {a.value for c in shell.named("export") for a in c.args}
+    text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
     for name in ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV"):
+        assigned = [a for a in shell.assignments if a.name == name]
         # SLURM_EXPORT_ENV is in the job's environment already (sbatch sets it); SRUN_EXPORT_ENV reaches srun
-        # only exported
-        values = [a.raw.strip("\"'") for a in shell.assignments if a.name == name
-                  and (name == "SLURM_EXPORT_ENV" or a.exported or name in exported)]
+        # only exported: `export NAME[=...]` (a bare `export NAME` is an assignment with no value here),
+        # `declare -x`, `typeset -x`, or every assignment under `set -a`
+        exported = name == "SLURM_EXPORT_ENV" or any(a.exported for a in assigned) or re.search(
+            rf"\b(?:declare|typeset)\s+-\w*x\w*\s+{name}\b|^\s*set\s+-\w*a|^\s*set\s+-o\s+allexport", text, re.M)
+        values = [a.raw.strip("\"'") for a in assigned if a.raw.strip("\"'")] if exported else []
         if any(_ALL.match(v) for v in values):
             return True
         if any(v and not v.startswith("$") for v in values):

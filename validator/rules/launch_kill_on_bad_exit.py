@@ -113,8 +113,7 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # the variable alone: `-n $((8 * SLURM_NNODES))` is eight tasks a node (round sixty-six's kharma job)
         per_node_count = _NODE_COUNT_VARIABLE.match(count.raw) or _NODE_COUNT_NAME.search(count.raw)
         job_count = _JOB_TASKS.search(count.raw) is not None and _job_tasks(asked) == 1
-        return count.value == "1" or _literal_count(shell, count.raw) == 1 or job_count \
-            or bool(per_node_count) and _one_node(parsed, asked, strict)
+        return count.value == "1" or job_count or bool(per_node_count) and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -511,45 +510,6 @@ def _local_python(command) -> bool:
     return command.name.rsplit("/", 1)[-1].startswith("python") and _local_code(command.args)
 
 
-_ARITHMETIC = re.compile(r"\$\(\((.{1,200})\)\)")
-
-
-def _literal_count(shell, raw: str, depth: int = 0) -> int | None:
-    """The number a task count's variable surely holds (`srun -n $num_task` after `num_task=$((gpus*nodes))`,
-    `gpus=1`, `nodes=1`: round three hundred and sixty-seven's LAMMPS benchmarks): every assignment of it the
-    same integer, or bash arithmetic of integers and such variables (+, -, *); else None."""
-    import ast
-    match = re.fullmatch(r"[\"']?\$\{?(\w{1,128})\}?[\"']?", raw.strip()) if depth < 3 else None
-    if match is None:
-        return None
-    found = set()
-    for assignment in shell.assigned(match.group(1)):
-        text = assignment.raw.strip("\"'")
-        arithmetic = _ARITHMETIC.fullmatch(text)
-        try:
-            tree = ast.parse(arithmetic.group(1).strip(), mode="eval") if arithmetic else None
-        except (SyntaxError, ValueError):
-            return None
-        found.add(int(text) if text.isdigit() else _evaluate(shell, tree.body, depth) if tree else None)
-    return found.pop() if len(found) == 1 else None
-
-
-def _evaluate(shell, node, depth: int) -> int | None:
-    """A bash arithmetic expression read as Python's: integers, names of such variables, +, - and *."""
-    import ast
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return node.value
-    if isinstance(node, ast.Name):
-        return _literal_count(shell, "$" + node.id, depth + 1)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
-        left, right = _evaluate(shell, node.left, depth), _evaluate(shell, node.right, depth)
-        if left is None or right is None:
-            return None
-        return left + right if isinstance(node.op, ast.Add) else left - right if isinstance(node.op, ast.Sub) \
-            else left * right
-    return None
-
-
 _DEFAULTED = r"\$\{%s:?=([\"']?)([^\"'}]*)\1\}"
 
 
@@ -927,5 +887,9 @@ def interactive_session(shell) -> bool:
     """The job serves an interactive session: it starts an interactive server in the background (`srun jupyter
     notebook ... &`, `singularity run IMG "jupyter lab" &`), and the person using it ends the job (scancel, or
     the time limit)."""
-    return shell.once("interactive session", lambda: any(backgrounded(c) and session_tool(shell, c)
-                                                         for c in shell.commands))
+    def find():
+        text = shell.root.text if shell.root is not None else b""
+        if not any(name.encode() in text for name in INTERACTIVE_SERVERS):
+            return False  # no server named anywhere: the usual job, decided without a walk
+        return any(session_tool(shell, c) and backgrounded(c) for c in shell.commands)
+    return shell.once("interactive session", find)

@@ -88,13 +88,32 @@ def _submitted_with_time(path, root) -> bool:
     top = os.path.abspath(str(root))
     real_repository = any(os.path.exists(os.path.join(top, marker)) for marker in (".git", "presets"))
     scope = top if real_repository else os.path.dirname(me)
-    return any(source != me and fnmatch.fnmatchcase(me, pattern)
-               for source, pattern in _timed_submissions(scope, real_repository))
+    literal, wild = _timed_submissions(scope, real_repository)
+    # a literal path names the job from the submitter's folder or from the scope's top (the two places one
+    # submits from); a path with a variable in it matches by its end (`*/test_scripts/*/sbatch_*_test.sh`)
+    for source, word in literal.get(os.path.basename(me), ()):
+        if source != me and me in (os.path.normpath(os.path.join(os.path.dirname(source), word)),
+                                   os.path.normpath(os.path.join(os.path.realpath(scope), word))):
+            return True
+    return any(source != me and fnmatch.fnmatchcase(me, pattern) for source, pattern in wild)
 
 
 @lru_cache(maxsize=8)
-def _timed_submissions(scope: str, walk: bool) -> tuple[tuple[str, str], ...]:
-    """(file, job-path pattern) of every sbatch command with a time limit in the scripts and notes under `scope`
+def _timed_submissions(scope: str, walk: bool):
+    """The timed submissions under `scope` (_submissions): literal paths by their file name ({name: [(file,
+    path)]}, looked up, not scanned, per job), and patterns with a `*` [(file, pattern)]."""
+    literal: dict = {}
+    wild = []
+    for source, word in _submissions(scope, walk):
+        if "*" in word:
+            wild.append((source, word if word.startswith("/") else "*/" + word))
+        else:
+            literal.setdefault(os.path.basename(word), []).append((source, word))
+    return literal, tuple(wild)
+
+
+def _submissions(scope: str, walk: bool) -> tuple[tuple[str, str], ...]:
+    """(file, job path or pattern) of every sbatch command with a time limit in the scripts and notes under `scope`
     (only `scope` itself where walk is False), read once per scope by source.read_source (regular files inside
     the scope, no FIFO, no link out), within _MAX_FILES, _MAX_ENTRIES and _MAX_TOTAL."""
     from pathlib import Path
@@ -154,8 +173,9 @@ def _patterns(text: str):
                 i += 2 if word in _value_options() else 1
             if timed and job is not None:
                 pattern = _FIELD.sub("*", job)
-                while pattern.startswith(("./", "../")):
-                    pattern = pattern.split("/", 1)[1]
+                if "*" in pattern:  # only the end of a path with a variable in it is known
+                    while pattern.startswith(("./", "../")):
+                        pattern = pattern.split("/", 1)[1]
                 stem = os.path.splitext(pattern.rsplit("/", 1)[-1])[0]
                 if len(stem.replace("*", "").replace(".", "")) >= _LITERAL_NEEDED:
-                    yield pattern if pattern.startswith("/") else "*/" + pattern
+                    yield pattern

@@ -23,9 +23,9 @@ What the repository's files that the script sources set is set (base.sourced). I
 profile a SLURM_ name is also left to the near-miss check where the script may be given names the file
 does not show: an `eval` of a program's output other than an environment hook's (`eval "$(conda
 shell.bash hook)"`), or a file of its own repository that it sources and that is not there to read; and
-there a near-miss of another name is not reported at all (round three hundred and sixty-three: MODELS and
-DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
-DEFAULT_MODEL).
+there a near-miss of an array element (`${MODELS[$CODE]}`) is not reported (round three hundred and sixty-three:
+MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
+DEFAULT_MODEL); a plain `$NNODE` for NNODES still is.
 """
 import difflib
 import re
@@ -191,8 +191,8 @@ def check(target):
             yield (target.script.display, expansion.line, expansion.col,
                    f"${name}: Slurm sets no such variable and the script does not either{hint}")
             continue
-        if unseen:
-            continue  # a sourced file not there to read (or an eval of a program's output) may set it
+        if unseen and text.startswith("${") and "[" in text:
+            continue  # an array a sourced file not there to read (or an eval of a program's output) may fill
         close = _near_miss(name, index)
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():

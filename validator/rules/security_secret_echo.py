@@ -111,5 +111,7 @@ def check(target):
                 continue
             if not _printed_by(expansion.node, command.node):
                 continue
+            if expansion.node.text.startswith(b"${#"):  # ${#KEY} is its length, no secret
+                continue
             yield (target.script.display, expansion.line, expansion.col,
                    f"{expansion.name} is printed into the log")
