@@ -176,8 +176,6 @@ def _bash_parses(script) -> tuple[bool, set]:
 
 
 _SEPARATOR = re.compile(r"\s*(-{3,}|={3,})\s*")
-_ERREXIT = re.compile(r"^\s*set\b.*\s-[a-zA-Z]*e|^\s*set\b.*-o\s+errexit|^#!.*\s-[a-zA-Z]*e\b|\btrap\b.*\bERR\b",
-                      re.M)
 
 
 def _separator_line(finding: Finding, script) -> bool:
@@ -186,9 +184,10 @@ def _separator_line(finding: Finding, script) -> bool:
     set -e (or an ERR trap) ends the job there, nor where it is the job's last command (its status, 127, is
     the job's). A dashed word with more on the line (`--do_train ...` after a cut continuation) is still a
     defect."""
+    from validator.rules.base import errexit_anywhere
     lines = _lines(script)
-    if _SEPARATOR.fullmatch(finding_line(finding, script)) is None or script is None \
-            or _ERREXIT.search(_text(script)) is not None:
+    if _SEPARATOR.fullmatch(finding_line(finding, script)) is None or getattr(script, "shell", None) is None \
+            or errexit_anywhere(script):
         return False
     return any(line.strip() and not line.lstrip().startswith("#") for line in lines[finding.line:])
 

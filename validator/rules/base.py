@@ -237,6 +237,23 @@ SET_OPTIONS = {"allexport": "a", "braceexpand": "B", "emacs": "", "errexit": "e"
                "privileged": "p", "verbose": "v", "vi": "", "xtrace": "x"}
 
 
+def traps_err(command) -> bool:
+    """`trap 'echo failed; exit 1' ERR`: bash runs the trap when a command fails (bash(1), trap), and
+    an `exit` there (with no status, or one other than 0) ends the script with a failure, as set -e does."""
+    words = [word.value or word.raw for word in command.args]
+    if len(words) < 2 or "ERR" not in words[1:]:
+        return False
+    return re.search(r"\bexit\b(?!\s+0\b)", words[0]) is not None
+
+
+def errexit_anywhere(script) -> bool:
+    """Some command of the script turns errexit on, or its '#!' line does, or an ERR trap exits as errexit would:
+    a failed command may end the job (set_effect, traps_err). Where in the script is not asked."""
+    shell = script.shell
+    return "e" in script.interpreter_flags or any("e" in set_effect(c).on for c in shell.named("set")) \
+        or any(traps_err(c) for c in shell.named("trap"))
+
+
 @dataclass(frozen=True)
 class SetEffect:
     """What one `set` command does to the shell's options, as bash 5.2 runs it (set_effect)."""

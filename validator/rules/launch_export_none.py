@@ -13,7 +13,7 @@ an MPI launcher, DeepSpeed told to launch through MPI), not a script or program 
 import re
 
 from validator.model import OTHER_SHELLS, POSIX_SHELLS
-from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch
+from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch, set_effect
 from validator.rules.srun import step_program
 from validator.shell import WRAPPERS
 
@@ -119,13 +119,14 @@ def _steps_export_all(shell) -> bool:
     SLURM_EXPORT_ENV"), else SLURM_EXPORT_ENV. A Ray launcher writes `export SRUN_EXPORT_ENV="ALL,PATH=$PATH"`:
     the raw word counts, ALL as the list's first item; a value that is only an expansion is not known."""
     text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
+    allexport = any("a" in set_effect(c).on for c in shell.named("set"))  # `set -a`, `set -o allexport`
     for name in ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV"):
         assigned = [a for a in shell.assignments if a.name == name]
         # SLURM_EXPORT_ENV is in the job's environment already (sbatch sets it); SRUN_EXPORT_ENV reaches srun
         # only exported: `export NAME[=...]` (a bare `export NAME` is an assignment with no value here),
         # `declare -x`, `typeset -x`, or every assignment under `set -a`
-        exported = name == "SLURM_EXPORT_ENV" or any(a.exported for a in assigned) or re.search(
-            rf"\b(?:declare|typeset)\s+-\w*x\w*\s+{name}\b|^\s*set\s+-\w*a|^\s*set\s+-o\s+allexport", text, re.M)
+        exported = name == "SLURM_EXPORT_ENV" or any(a.exported for a in assigned) or allexport or re.search(
+            rf"\b(?:declare|typeset)\s+-\w*x\w*\s+{name}\b", text)
         values = [a.raw.strip("\"'") for a in assigned if a.raw.strip("\"'")] if exported else []
         if any(_ALL.match(v) for v in values):
             return True

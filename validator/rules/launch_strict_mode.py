@@ -31,7 +31,7 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 import re
 
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
-                                  set_effect, sourced, top_level_statement)
+                                  set_effect, sourced, top_level_statement, traps_err)
 from validator.rules.launch_kill_on_bad_exit import helper_step, interactive_session, runs_service, session_tool
 ID = "launch-strict-mode"
 SEVERITY = "error"
@@ -125,7 +125,7 @@ def _risks(script, sourced_shells=()):
     flags |= brought
     options |= brought_named
     # `trap '... exit 1' ERR` exits on a failed command as set -e does (bash(1), trap)
-    errexit = "e" in flags or "errexit" in options or any(_traps_err(c) for c in shell.named("trap"))
+    errexit = "e" in flags or "errexit" in options or any(traps_err(c) for c in shell.named("trap"))
     pipefail = "pipefail" in options
     forced = None if errexit else _forced_success(shell)
     if forced is not None:
@@ -222,15 +222,6 @@ def _forced_true(node) -> bool:
     """`grep "^val:" log || true`: a command made to succeed whatever it did (round sixty-seven's judge's
     recall miss): its status is 0, as a trailer's."""
     return node.type == "list" and re.search(rb"\|\|\s*(true|:)\s*$", node.text) is not None
-
-
-def _traps_err(command) -> bool:
-    """`trap 'echo failed; exit 1' ERR`: bash runs the trap when a command fails (bash(1), trap), and
-    an `exit` there (with no status, or one other than 0) ends the script with a failure, as set -e does."""
-    words = [word.value or word.raw for word in command.args]
-    if len(words) < 2 or "ERR" not in words[1:]:
-        return False
-    return re.search(r"\bexit\b(?!\s+0\b)", words[0]) is not None
 
 
 def _following(statement) -> list:
