@@ -65,6 +65,15 @@ def verdict_of(job):
     return json.loads((ROOT / "smoke-runs" / job / "verdict.json").read_text())
 
 
+def unpassed(verdict):
+    """What a failed assertion prints: pytest cuts a whole verdict short before its checks, so only the
+    checks that did not pass, each detail in full, and the disk left (a full disk fails a build)."""
+    lines = [f"{c['check']}: {c['state']}: {c.get('detail', '')}" for c in verdict.get("checks", [])
+             if c.get("state") != "PASS"]
+    free = shutil.disk_usage(ROOT).free / 2**30
+    return f"verdict {verdict.get('verdict')}; {free:.1f} GiB free; " + " | ".join(lines or ["every check passed"])
+
+
 def check(verdict, name):
     found = [c for c in verdict["checks"] if c["check"] == name]
     assert found, f"no check {name!r} in the verdict: {verdict['checks']}"
@@ -84,15 +93,15 @@ def test_preset_in_container_on_two_nodes(pyxis_cluster, preset):
     state, exit_code, took = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
     print(f"{preset}: {state} in {took:.0f} s")
     verdict = verdict_of(job)
-    assert (state, exit_code) == ("COMPLETED", "0:0"), verdict
+    assert (state, exit_code) == ("COMPLETED", "0:0"), unpassed(verdict)
     assert verdict["mode"] == "container-functional"
     assert verdict["container"]["runtime"] == "pyxis" and verdict["container"]["image"] == pyxis_cluster["image"]
     if override:  # the override is visible, and a run on it cannot PASS
-        assert verdict["verdict"] == "WARN", verdict
+        assert verdict["verdict"] == "WARN", unpassed(verdict)
         assert verdict["container"]["arch_override"] == f"{arch} -> {ARCH}"
         assert "SMOKE_ARCH_OVERRIDE" in check(verdict, "container arch")["detail"]
     else:
-        assert verdict["verdict"] == "PASS", verdict
+        assert verdict["verdict"] == "PASS", unpassed(verdict)
     run = ROOT / "smoke-runs" / job
     ranks = [json.loads(p.read_text()) for p in sorted((run / "functional").glob("rank-*.json"))]
     assert len(ranks) == 2 * min(MANIFESTS[preset]["topology"]["gpu"]["per_node"], CI_WIDTH)
@@ -125,7 +134,7 @@ def test_image_is_read_only_without_container_writable(pyxis_cluster):
 def assert_fails_with(job, env, check_name, *words):
     state, _, took = wait(env, job, timeout=JOB_TIMEOUT)
     verdict = verdict_of(job)
-    assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
+    assert state == "FAILED" and verdict["verdict"] == "FAIL", unpassed(verdict)
     detail = check(verdict, check_name)
     assert detail["state"] == "FAIL", verdict
     for word in words:
@@ -241,7 +250,7 @@ def test_two_jobs_share_the_cache(pyxis_cluster, tmp_path):
             for _ in range(2)]
     for job in jobs:
         state, exit_code, took = wait(env, job, timeout=JOB_TIMEOUT)
-        assert (state, exit_code) == ("COMPLETED", "0:0"), verdict_of(job)
+        assert (state, exit_code) == ("COMPLETED", "0:0"), unpassed(verdict_of(job))
         assert verdict_of(job)["verdict"] == "WARN"  # training skipped (SMOKE_STOP_AFTER): WARN at best
     files = sorted(p.name for p in cache.iterdir())
     assert len(files) == 1 and ".partial-" not in files[0], files
@@ -273,7 +282,7 @@ def test_megatron_dataset_helpers_are_built_on_every_node(pyxis_cluster, megatro
     job = run_job(pyxis_cluster, "ethernet-only", image=megatron_image, extra=",SMOKE_STACK_MEGATRON=0.12.0")
     state, exit_code, took = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
     verdict = verdict_of(job)
-    assert (state, exit_code) == ("COMPLETED", "0:0"), verdict
+    assert (state, exit_code) == ("COMPLETED", "0:0"), unpassed(verdict)
     run = ROOT / "smoke-runs" / job
     for host in ("node1", "node2"):
         checks = json.loads((run / "preflight" / f"{host}.json").read_text())["checks"]
@@ -293,7 +302,8 @@ def test_without_the_per_node_build_the_other_node_cannot_import_the_helpers(pyx
                   extra=",SMOKE_STACK_MEGATRON=0.12.0,SMOKE_MEGATRON_HELPERS=rank0")
     state, _, _ = wait(pyxis_cluster["env"], job, timeout=JOB_TIMEOUT)
     verdict = verdict_of(job)
-    assert state == "FAILED" and verdict["verdict"] == "FAIL", verdict
+    assert state == "FAILED" and verdict["verdict"] == "FAIL", unpassed(verdict)
+    assert (ROOT / "smoke-runs" / job / "megatron.log").exists(), "stopped before training: " + unpassed(verdict)
     log = stage_log(job, "megatron")
     assert "No module named 'megatron.core.datasets.helpers_cpp'" in log
     failing = {line.split(":", 1)[0] for line in log.splitlines() if "helpers_cpp'" in line}
