@@ -1028,6 +1028,31 @@ def function_definitions(shell) -> list:
     return shell.once("function definitions", walk)
 
 
+_EXPORT_FUNCTIONS = re.compile(rb"^[ \t]*(?:export[ \t]+-f|(?:declare|typeset)[ \t]+-(?:[a-z]*f[a-z]*x|[a-z]*x[a-z]*f))"
+                               rb"[a-z]*((?:[ \t]+[A-Za-z_][\w-]*)+)", re.M)
+
+
+def exported_functions(data: bytes) -> set:
+    """Functions the script exports (`export -f run_node`, `declare -fx run_node`): a step runs them
+    (`srun bash -c run_node`), so each task expands what is inside them itself (round twenty-eight)."""
+    return {name.decode() for match in _EXPORT_FUNCTIONS.finditer(data) for name in match.group(1).split()}
+
+
+def exported_function_commands(shell, name: str) -> list | None:
+    """The commands of the function `name` (its last definition) where the script exports it with
+    `export -f` (what `srun bash -c name` runs in each task), else None."""
+    root = shell.root
+    if root is None or name not in shell.once("exported functions", lambda: exported_functions(root.text)):
+        return None
+    cache = shell.once("exported function commands", dict)  # once per name: 10,000 steps stay linear
+    if name not in cache:
+        found = [node for defined, node in function_definitions(shell) if defined == name]
+        body = found[-1] if found else None
+        cache[name] = None if body is None else [
+            c for c in shell.commands if c.node is not None and body.start_byte <= c.node.start_byte < body.end_byte]
+    return cache[name]
+
+
 # Signal numbers as Linux numbers them (signal(7), x86 and arm64): `kill -15`, `trap h 10`, `--signal=B:10`
 _SIGNAL_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "6": "ABRT", "9": "KILL", "10": "USR1", "12": "USR2",
                    "14": "ALRM", "15": "TERM", "18": "CONT", "23": "URG", "24": "XCPU"}
