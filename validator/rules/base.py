@@ -1,6 +1,7 @@
 """Helpers shared by rule modules."""
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -1038,19 +1039,26 @@ def exported_functions(data: bytes) -> set:
     return {name.decode() for match in _EXPORT_FUNCTIONS.finditer(data) for name in match.group(1).split()}
 
 
-def exported_function_commands(shell, name: str) -> list | None:
-    """The commands of the function `name` (its last definition) where the script exports it with
-    `export -f` (what `srun bash -c name` runs in each task), else None."""
+def exported_function_commands(shell, name: str, line: int) -> list | None:
+    """The commands of the function `name` as defined when line `line` runs (the last definition above
+    it), where the script exports it with `export -f` (what `srun bash -c name` runs in each task), else
+    None. Indexed once per script: 5,000 functions and steps stay linear."""
     root = shell.root
     if root is None or name not in shell.once("exported functions", lambda: exported_functions(root.text)):
         return None
-    cache = shell.once("exported function commands", dict)  # once per name: 10,000 steps stay linear
-    if name not in cache:
-        found = [node for defined, node in function_definitions(shell) if defined == name]
-        body = found[-1] if found else None
-        cache[name] = None if body is None else [
-            c for c in shell.commands if c.node is not None and body.start_byte <= c.node.start_byte < body.end_byte]
-    return cache[name]
+
+    def index():
+        starts = sorted((c.node.start_byte, i) for i, c in enumerate(shell.commands) if c.node is not None)
+        by_name: dict = {}
+        for defined, node in function_definitions(shell):  # in the order of the text
+            by_name.setdefault(defined, []).append(node)
+        return [start for start, _ in starts], [shell.commands[i] for _, i in starts], by_name
+    starts, ordered, by_name = shell.once("function bodies", index)
+    found = [node for node in by_name.get(name, ()) if node.start_point[0] + 1 <= line]
+    if not found:
+        return None
+    body = found[-1]
+    return ordered[bisect.bisect_left(starts, body.start_byte):bisect.bisect_left(starts, body.end_byte)]
 
 
 # Signal numbers as Linux numbers them (signal(7), x86 and arm64): `kill -15`, `trap h 10`, `--signal=B:10`

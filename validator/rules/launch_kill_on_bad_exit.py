@@ -490,21 +490,28 @@ def _python_code(words) -> str | None:
 
 
 _NAMED_EXPANSION = re.compile(r"\$(?:\w+|\{\w+\})")
+# where a number may stand in Python: after `(`, `,`, `=`, `[`, an operator; before `)`, `,`, `]`, an operator
+_BEFORE_NUMBER = re.compile(r"[(,=\[+\-*/%<>]\s*$")
+_AFTER_NUMBER = re.compile(r"\s*(?:[),\]+\-*/%<>]|$)")
 
 
 def _code_text(word) -> str | None:
     """The code of a `-c` word: its literal value, or a double-quoted code whose expansions are plain
-    `$NAME`s inside its statements (`time.sleep($MAINTIME)`, round three hundred and ninety-five's
-    WattAMeter example), each read as a number. Not a command's output, nor an expansion where a
-    statement starts (`"$CODE"`, `"import x; $MORE"`): those may be any code."""
+    `$NAME`s each standing where a number does (`time.sleep($MAINTIME)`, round three hundred and ninety-five's
+    WattAMeter example), read as 0. Not an expansion in a Python string (`os.system('$CMD')`), a name
+    (`from $PKG import`, `mypkg.$ENTRY()`) or a statement (`"$CODE"`), nor a command's output: any code."""
     if word.value is not None:
         return word.value
     raw = word.raw
     if len(raw) < 2 or raw[0] != '"' or raw[-1] != '"' or "$(" in raw or "`" in raw:
         return None
     body = raw[1:-1]
-    if re.search(r"(?:^|[;\n])[ \t]*\$", body):
+    if '"' in body.replace('\\"', ""):  # the shell word goes in and out of quotes: not one string
         return None
+    for match in _NAMED_EXPANSION.finditer(body):
+        before, after = body[:match.start()], body[match.end():]
+        if before.count("'") % 2 or not _BEFORE_NUMBER.search(before) or not _AFTER_NUMBER.match(after):
+            return None
     code = _NAMED_EXPANSION.sub("0", body)
     return None if "$" in code else code
 
@@ -629,7 +636,7 @@ def _independent(shell, command) -> bool:
         return True
     # `srun bash -c extract_to_shm` of a function the script exports (round four hundred and one): its body
     # is the payload (`rm -rf "$SHM_PATH"; mkdir -p ...; tar xf ...` on each node)
-    body = exported_function_commands(shell, inner.commands[0].name) \
+    body = exported_function_commands(shell, inner.commands[0].name, command.line) \
         if inner is not None and len(inner.commands) == 1 and not inner.commands[0].args else None
     if body and all(_per_node(shell, c) or c.name == "return" for c in body):
         return True
