@@ -408,6 +408,36 @@ _LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013
                         r"|-[A-Za-z](?![A-Za-z]))", re.IGNORECASE)
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
+# `#sbatch -p gpu_quad --reservation=lab poet2_train.sbatch` (round three hundred and eighty-one, under
+# "# Example submission:"): a lowercase command line whose first operand is a job file is a usage example
+# too; a directive takes options only. Options' values are skipped (`-J x.sh` names a job, `-o run.sh` a
+# file), and so are the words of a comment after '#' (sbatch's get_argument stops there).
+_JOB_FILE = re.compile(r"[\w.$/{}~-]*\w\.(?:sbatch|slurm|sh|bash|job|sub|batch)")
+
+
+@lru_cache(maxsize=1)
+def _valued_options() -> frozenset:
+    """sbatch's options that take a value in the next word (`--job-name NAME`, `-J NAME`)."""
+    table = option_table()["options"]
+    return frozenset({"--" + name for name, info in table.items() if info["arg"] == "required"}
+                     | {"-" + info["short"] for info in table.values() if info["short"] and info["arg"] == "required"})
+
+
+def _usage_line(line: str) -> bool:
+    """A comment that shows the sbatch command rather than a directive (see _USAGE and _JOB_FILE)."""
+    if _USAGE.match(line):
+        return True
+    words = line.split()
+    if not words or words[0] != "#sbatch":
+        return False
+    valued = _valued_options()
+    i = 1
+    while i < len(words) and not words[i].startswith("#"):
+        word = words[i]
+        if not word.startswith("-"):
+            return _JOB_FILE.fullmatch(word) is not None  # the first operand
+        i += 2 if word in valued else 1
+    return False
 
 
 def _whole_line_token(stripped: str) -> bool:
@@ -471,7 +501,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             # only before the first command: after it sbatch reads no directive, so even '#SBATCH' there is
             # ignored (sbatch-directive-after-command says so) and a look-alike is a commented-out command
             # (`#sbatch --export=ALL $NEXT_JOB`: round sixty-six's resubmission lines)
-            if _LOOKALIKE.match(line) and number > 1 and not stopped and not _USAGE.match(line):
+            if _LOOKALIKE.match(line) and number > 1 and not stopped and not _usage_line(line):
                 col = len(line) - len(line.lstrip()) + 1
                 script.lookalikes.append(LookAlike(number, col, line.rstrip("\r"), _lookalike_reason(line)))
             continue

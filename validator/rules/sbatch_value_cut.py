@@ -12,7 +12,9 @@ reports such lines where they are directives. A run of two or more '#' in a valu
 `--output=TCR_##-npt2.out`) is a generator's fill-in mark that its sed replaces before sbatch reads the
 file: not reported (round one hundred and thirty). Nor is a note glued to a value, a word of letters
 and more words after the '#' (`--time=0-72:00#time needed for the run`, round three hundred and one),
-where the option's value is typed (a count, a time, a size; `--comment=see#issue 12` is cut).
+where the option's value is typed (a count, a time, a size; `--comment=see#issue 12` is cut). Nor a
+shebang pasted after the value (`--time=100:00:00#!/bin/bash`, round three hundred and eighty): no value
+goes on with `#!/bin/...`, and sbatch keeps the one meant.
 """
 import re
 
@@ -23,6 +25,8 @@ from validator.sbatch import VALUE_TYPES
 # and sbatch keeps the value before it, as meant. A value that goes on (`nvcr.io#nvidia/pytorch`,
 # `run#2`) is one word, or no word of letters.
 _NOTE = re.compile(r"[A-Za-z][A-Za-z']*[,:]?\s+\S")
+# `#!/bin/bash`, `#!/usr/bin/env bash` glued after a value: a pasted first line, never part of a value
+_SHEBANG = re.compile(r"!\s*/(?:usr/)?(?:local/)?bin/(?:env\s+)?[a-z]*sh(?=\s|$)")
 # options whose value is a count, a size, a time or a name of the cluster's (not free text, a path or a
 # list of settings): a '#' and words after such a value are a note. The counts, sizes and times are those
 # whose grammar sbatch-bad-value checks (VALUE_TYPES); the rest are named here.
@@ -53,7 +57,8 @@ def check(target):
         # A run of '#' is a generator's fill-in mark that its sed replaces before sbatch reads the file
         # (`--nodes=##Nodes##`, `--ntasks=#####_np`, round one hundred and thirty's `--job-name=TCR_##_npt2`),
         # not a value cut by mistake.
-        if after == "#" or _note(target.script.parsed, directive):
+        if after == "#" or _note(target.script.parsed, directive) \
+                or _SHEBANG.match(directive.text, directive.cut_at):
             continue
         if not before.isspace() and not after.isspace():
             yield (target.script.display, directive.line, directive.cut_at,
