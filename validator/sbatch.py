@@ -409,10 +409,18 @@ _LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 # `#sbatch -p gpu_quad --reservation=lab poet2_train.sbatch` (round three hundred and eighty-one, under
-# "# Example submission:"): a lowercase command line that names a job file is a usage example too; a
-# directive takes options only. Not a file that an option before it takes (`-o run.sh`).
+# "# Example submission:"): a lowercase command line whose first operand is a job file is a usage example
+# too; a directive takes options only. Options' values are skipped (`-J x.sh` names a job, `-o run.sh` a
+# file), and so are the words of a comment after '#' (sbatch's get_argument stops there).
 _JOB_FILE = re.compile(r"[\w.$/{}~-]*\w\.(?:sbatch|slurm|sh|bash|job|sub|batch)")
-_FILE_OPTIONS = frozenset({"-o", "-e", "-i", "-D", "--output", "--error", "--input", "--chdir"})
+
+
+@lru_cache(maxsize=1)
+def _valued_options() -> frozenset:
+    """sbatch's options that take a value in the next word (`--job-name NAME`, `-J NAME`)."""
+    table = option_table()["options"]
+    return frozenset({"--" + name for name, info in table.items() if info["arg"] == "required"}
+                     | {"-" + info["short"] for info in table.values() if info["short"] and info["arg"] == "required"})
 
 
 def _usage_line(line: str) -> bool:
@@ -422,8 +430,14 @@ def _usage_line(line: str) -> bool:
     words = line.split()
     if not words or words[0] != "#sbatch":
         return False
-    return any(_JOB_FILE.fullmatch(word) and not word.startswith("-") and words[i] not in _FILE_OPTIONS
-               for i, word in enumerate(words[1:]))
+    valued = _valued_options()
+    i = 1
+    while i < len(words) and not words[i].startswith("#"):
+        word = words[i]
+        if not word.startswith("-"):
+            return _JOB_FILE.fullmatch(word) is not None  # the first operand
+        i += 2 if word in valued else 1
+    return False
 
 
 def _whole_line_token(stripped: str) -> bool:

@@ -53,6 +53,26 @@ def redact(text: str) -> str:
 
 # What a script's variables hold, read from its shell parse (validator.shell): the rules that look for a
 # secret where it may be printed (security-secret-echo, security-xtrace) read "holds a secret" here, once.
+# A key for a server that checks none: the job's own vLLM or llama.cpp server (vLLM's examples: api_key="EMPTY",
+# `--api-key token-abc123`; "sk-no-key-required"), or a dummy. Not a placeholder that asks for the real key
+# (`WANDB_API_KEY=... # your wandb API key`, `HF_TOKEN=<your-token-here>`): filled in, the trace prints it.
+_NO_KEY_WORD = re.compile(r"(?i)empty|none|null|dummy|fake|n/?a|no[-_]?key|not[-_]?needed|unused"
+                          r"|sk-no-key-required|token-abc123")
+
+
+def placeholder_only(shell, name: str) -> bool:
+    """Every value the script gives NAME is a literal key for a server that checks none (`export
+    OPENAI_API_KEY="dummy"` for the job's own vLLM server, round four hundred and six): printing it shows
+    nothing the file does not. A name the script never assigns may come from the environment: not shown."""
+    assignments = shell.assigned(name)
+    for assignment in assignments:
+        raw = assignment.raw.split("=", 1)[-1]
+        value = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"" else raw
+        if "$" in raw or "`" in raw or not _NO_KEY_WORD.fullmatch(value):
+            return False
+    return bool(assignments)
+
+
 _PUBLIC = {"USER", "LOGNAME", "HOSTNAME", "HOME", "RANDOM", "PWD"}
 _EXPANDED = re.compile(r"\$\{?(\w+)")
 
@@ -114,7 +134,8 @@ def secret_holders(shell) -> frozenset:
     def walk():
         seen: dict = {}
         names = {a.name for a in shell.assignments} | {e.name for e in shell.expansions}
-        seeds = {name for name in names if is_secret(name) and not built_from_public(shell, name, seen)}
+        seeds = {name for name in names if is_secret(name) and not built_from_public(shell, name, seen)
+                 and not placeholder_only(shell, name)}
         return frozenset(copies(shell, seeds))
     return shell.once("secret holders", walk)
 

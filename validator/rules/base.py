@@ -1,6 +1,7 @@
 """Helpers shared by rule modules."""
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -1026,6 +1027,38 @@ def function_definitions(shell) -> list:
             stack.extend(node.children)
         return sorted(found, key=lambda item: item[1].start_byte)
     return shell.once("function definitions", walk)
+
+
+_EXPORT_FUNCTIONS = re.compile(rb"^[ \t]*(?:export[ \t]+-f|(?:declare|typeset)[ \t]+-(?:[a-z]*f[a-z]*x|[a-z]*x[a-z]*f))"
+                               rb"[a-z]*((?:[ \t]+[A-Za-z_][\w-]*)+)", re.M)
+
+
+def exported_functions(data: bytes) -> set:
+    """Functions the script exports (`export -f run_node`, `declare -fx run_node`): a step runs them
+    (`srun bash -c run_node`), so each task expands what is inside them itself (round twenty-eight)."""
+    return {name.decode() for match in _EXPORT_FUNCTIONS.finditer(data) for name in match.group(1).split()}
+
+
+def exported_function_commands(shell, name: str, line: int) -> list | None:
+    """The commands of the function `name` as defined when line `line` runs (the last definition above
+    it), where the script exports it with `export -f` (what `srun bash -c name` runs in each task), else
+    None. Indexed once per script: 5,000 functions and steps stay linear."""
+    root = shell.root
+    if root is None or name not in shell.once("exported functions", lambda: exported_functions(root.text)):
+        return None
+
+    def index():
+        starts = sorted((c.node.start_byte, i) for i, c in enumerate(shell.commands) if c.node is not None)
+        by_name: dict = {}
+        for defined, node in function_definitions(shell):  # in the order of the text
+            by_name.setdefault(defined, []).append(node)
+        return [start for start, _ in starts], [shell.commands[i] for _, i in starts], by_name
+    starts, ordered, by_name = shell.once("function bodies", index)
+    found = [node for node in by_name.get(name, ()) if node.start_point[0] + 1 <= line]
+    if not found:
+        return None
+    body = found[-1]
+    return ordered[bisect.bisect_left(starts, body.start_byte):bisect.bisect_left(starts, body.end_byte)]
 
 
 # Signal numbers as Linux numbers them (signal(7), x86 and arm64): `kill -15`, `trap h 10`, `--signal=B:10`

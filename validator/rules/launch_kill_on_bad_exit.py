@@ -41,7 +41,8 @@ import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
-                                  backgrounded, bad_batch, command_string, exclusive_nodes, in_function,
+                                  backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
+                                  in_function,
                                   interactive_server, payload_text, requested_gpus_per_node, shell_payload,
                                   srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
@@ -234,7 +235,7 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "unsquashfs", "sysctl", "git",
              # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
              "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
-             "unzip", "zip", "truncate", "fallocate", "shred",
+             "unzip", "zip", "truncate", "fallocate", "shred", "dirname", "basename", "realpath", "readlink",
              # MATLAB sessions: srun starts separate ones; MATLAB's parallel pools are its own workers
              # (a local pool, or a cluster profile that submits its own jobs), never ranks of this step
              # (rounds seven and ten: 3 of 3 such steps judged independent)
@@ -482,10 +483,37 @@ def _python_code(words) -> str | None:
     for i, word in enumerate(words):
         text = word.value
         if text == "-c":
-            return words[i + 1].value if i + 1 < len(words) else None
+            return _code_text(words[i + 1]) if i + 1 < len(words) else None
         if text is None or not text.startswith("-") or text in ("-m", "-"):
             return None
     return None
+
+
+_NAMED_EXPANSION = re.compile(r"\$(?:\w+|\{\w+\})")
+# where a number may stand in Python: after `(`, `,`, `=`, `[`, an operator; before `)`, `,`, `]`, an operator
+_BEFORE_NUMBER = re.compile(r"[(,=\[+\-*/%<>]\s*$")
+_AFTER_NUMBER = re.compile(r"\s*(?:[),\]+\-*/%<>]|$)")
+
+
+def _code_text(word) -> str | None:
+    """The code of a `-c` word: its literal value, or a double-quoted code whose expansions are plain
+    `$NAME`s each standing where a number does (`time.sleep($MAINTIME)`, round three hundred and ninety-five's
+    WattAMeter example), read as 0. Not an expansion in a Python string (`os.system('$CMD')`), a name
+    (`from $PKG import`, `mypkg.$ENTRY()`) or a statement (`"$CODE"`), nor a command's output: any code."""
+    if word.value is not None:
+        return word.value
+    raw = word.raw
+    if len(raw) < 2 or raw[0] != '"' or raw[-1] != '"' or "$(" in raw or "`" in raw:
+        return None
+    body = raw[1:-1]
+    if '"' in body.replace('\\"', ""):  # the shell word goes in and out of quotes: not one string
+        return None
+    for match in _NAMED_EXPANSION.finditer(body):
+        before, after = body[:match.start()], body[match.end():]
+        if before.count("'") % 2 or not _BEFORE_NUMBER.search(before) or not _AFTER_NUMBER.match(after):
+            return None
+    code = _NAMED_EXPANSION.sub("0", body)
+    return None if "$" in code else code
 
 
 # `import a, b, c` of whole modules, no alias: importing a module joins no other task (a per-node
@@ -605,6 +633,12 @@ def _independent(shell, command) -> bool:
         return True
     inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
     if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
+        return True
+    # `srun bash -c extract_to_shm` of a function the script exports (round four hundred and one): its body
+    # is the payload (`rm -rf "$SHM_PATH"; mkdir -p ...; tar xf ...` on each node)
+    body = exported_function_commands(shell, inner.commands[0].name, command.line) \
+        if inner is not None and len(inner.commands) == 1 and not inner.commands[0].args else None
+    if body and all(_per_node(shell, c) or c.name == "return" for c in body):
         return True
     if name in _RUNTIMES and _container_shell_per_node(shell, command, program):
         return True

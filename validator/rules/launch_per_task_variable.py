@@ -17,9 +17,20 @@ Not reported where node 0's value does no harm:
   16cb6eb8), and the pdsh launcher never reads it; only DeepSpeed's "nossh" launcher passes it on
   as the node rank, reported where the words say nossh (round forty's ESM guidance and round two's
   alignment handbook: judged false);
-- `CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` in a job that binds GPUs per task (--ntasks-per-gpu implies
-  --tres-bind=gres/gpu:single, --gpus-per-task implies per_task: sbatch.1 at slurm-26-05-3-1):
-  Slurm sets each task's CUDA_VISIBLE_DEVICES itself, replacing the batch shell's value;
+- `CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` (or ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, GPU_DEVICE_ORDINAL) in
+  a job that asks for GPUs (`--gres=gpu...`, `--gpus*`, `--ntasks-per-gpu`), reads the name nowhere else and
+  runs no GPU program in the batch shell itself (torchrun, mpirun, python there inherit the value as set):
+  slurmstepd writes these in every step's environment, the step's GPUs where it has some on the node and
+  unset where it has none (gres_common_gpu_set_env in src/plugins/gres/common/gres_common.c at
+  slurm-22-05-0-1 and slurm-26-05-1-1: env_array_overwrite or unsetenvp), so the batch shell's value
+  never reaches a task (round three hundred and ninety-nine: `--gres=gpu:1` beside 7 tasks). A site whose
+  gres.conf says Flags=no_gpu_env sets none: not shown by the script, not modelled. Per task
+  where GPUs are bound per task (--ntasks-per-gpu, --gpus-per-task: sbatch.1 at slurm-26-05-3-1);
+- a path in a node's own folder (`TRITON_CACHE_DIR=/tmp/triton_cache_${SLURM_PROCID}`, round three hundred
+  and ninety-five; /tmp/ or /dev/shm/ as written, not $TMPDIR, which a site or the script may point at a shared
+  folder) in a job of one task per node (--ntasks-per-node=1, no heterogeneous component, no SLURM_NTASKS*
+  set for srun to read, no MPI launcher in the batch shell, every srun asking for no more): every node's task
+  gets its own folder, on its own disk;
 - the value is assigned to a variable that nothing reads but echo/printf, torchrun's --node_rank
   beside --rdzv_backend c10d, or the value of another variable that nothing reads (and that is not
   exported, or exported in a script whose launcher uses the c10d rendezvous);
@@ -43,9 +54,10 @@ Not reported where node 0's value does no harm:
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, bad_batch, declared_names, enclosing, is_batch_script, launcher_commands,
-                                  read_beyond_parse, srun_option)
-from validator.rules.srun import TASK_OPTIONS
+from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, bad_batch, declared_names, enclosing,
+                                  exported_functions, is_batch_script, launcher_commands, read_beyond_parse,
+                                  srun_option)
+from validator.rules.srun import TASK_OPTIONS, own_options
 ID = "launch-per-task-variable"
 SEVERITY = "error"
 SCOPE = "script"
@@ -168,16 +180,6 @@ def _printed_in_heredoc(expansion, lines: list[bytes]) -> bool:
 _NEW_COMMAND = re.compile(r";|&&|\|\||\||\$\(|`")
 
 
-_EXPORT_FUNCTIONS = re.compile(rb"^[ \t]*(?:export[ \t]+-f|(?:declare|typeset)[ \t]+-(?:[a-z]*f[a-z]*x|[a-z]*x[a-z]*f))"
-                               rb"[a-z]*((?:[ \t]+[A-Za-z_][\w-]*)+)", re.M)
-
-
-def _exported_functions(data: bytes) -> set:
-    """Functions the script exports (`export -f run_node`, `declare -fx run_node`): a step runs them
-    (`srun bash -c run_node`), so each task expands what is inside them itself (round twenty-eight)."""
-    return {name.decode() for match in _EXPORT_FUNCTIONS.finditer(data) for name in match.group(1).split()}
-
-
 def _in_exported_function(node, exported: set) -> bool:
     function = enclosing(node, ("function_definition",))
     name = function.child_by_field_name("name") if function is not None else None
@@ -206,8 +208,68 @@ def _enclosing_assignment(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
-def _gpus_bound_per_task(parsed) -> bool:
-    return bool(parsed.get("ntasks-per-gpu") or parsed.get("gpus-per-task"))
+# the device lists slurmstepd writes or unsets in each step's environment (gres_common_gpu_set_env)
+_SET_BY_SLURMSTEPD = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "GPU_DEVICE_ORDINAL"}
+_GPU_OPTIONS = ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket", "ntasks-per-gpu")
+# a node's own disk, by its literal path (TMPDIR may name a shared folder: a site's, or the script's own)
+_NODE_LOCAL = re.compile(r"[\"']?(?:/tmp/|/dev/shm/)")
+# environment srun reads as its task layout (SLURM_NTASKS_PER_NODE is --ntasks-per-node: srun.1, INPUT
+# ENVIRONMENT VARIABLES)
+_TASK_LAYOUT_ENV = re.compile(r"SLURM_(?:NTASKS\w*|NPROCS|TASKS_PER_NODE|CPUS_PER_TASK|DISTRIBUTION)")
+
+
+def _asks_for_gpus(parsed) -> bool:
+    """A GPU request by the job (`--gres=gpu:2`, `--gres=gpu:a100:1,gpu:v100:1`, `--gpus=4`), not of zero
+    (`--gpus=a100:0`)."""
+    if any((o.value or "").rsplit(":", 1)[-1] != "0" for name in _GPU_OPTIONS for o in parsed.get(name)):
+        return True
+    for option in parsed.get("gres"):
+        for item in (option.value or "").split(","):
+            parts = item.strip().split(":")
+            if parts[0].removeprefix("gres/") == "gpu" and parts[-1] != "0":
+                return True
+    return False
+
+
+def _steps_only(shell) -> bool:
+    """Every program of the script that may use a GPU runs in an srun step: none in the batch shell itself
+    (`torchrun`, `mpirun`, `accelerate launch`, `python eval.py`: base.WORK_PROGRAMS), whose children inherit
+    the batch shell's value, which slurmstepd does not rewrite (mpirun's node-0 ranks are its own children)."""
+    def none_in_batch_shell() -> bool:
+        return not any(c.name.rsplit("/", 1)[-1] in WORK_PROGRAMS or c.name.rsplit("/", 1)[-1].startswith("python")
+                       for c in shell.commands)
+    return bool(shell.named("srun")) and shell.once("no GPU program in the batch shell", none_in_batch_shell)
+
+
+def _one_task_per_node(parsed, shell) -> bool:
+    """--ntasks-per-node=1, and every srun of the script keeps one task per node: it asks for no task
+    count, or for `--ntasks-per-node=1`, or for as many tasks as nodes (`--nodes=$NUM_NODES
+    --ntasks=$NUM_NODES`, also through `srun $SRUN_ARGS`: round four hundred and seven's open-r1 fork)."""
+    def one_per_node(step) -> bool:
+        command = own_options(step, shell)  # srun's own words: not `bash -c` after the program
+        if srun_option(shell, command, *TASK_OPTIONS) is None:
+            return True
+        per_node = srun_option(shell, command, "--ntasks-per-node", "--tasks-per-node")
+        if per_node is not None and per_node.value == "1":
+            return srun_option(shell, command, "--ntasks", "-n") is None
+        tasks, nodes = srun_option(shell, command, "--ntasks", "-n"), srun_option(shell, command, "--nodes", "-N")
+        others = srun_option(shell, command, *(o for o in TASK_OPTIONS if o not in ("--ntasks", "-n")))
+        return tasks is not None and nodes is not None and others is None and tasks.raw == nodes.raw
+    if parsed.value("ntasks-per-node") != "1" or any(option.component for option in parsed.options) \
+            or any(_TASK_LAYOUT_ENV.fullmatch(a.name) for a in shell.assignments) \
+            or any(c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS for c in shell.commands):
+        # a heterogeneous job's other components, a layout srun reads from the environment, or ranks that an
+        # MPI launcher of the batch shell places several to a node (`mpirun --map-by ppr:4:node`)
+        return False
+    return shell.once("every srun one task per node", lambda: all(one_per_node(c) for c in shell.named("srun")))
+
+
+def _node_local_value(node) -> bool:
+    """The expansion is in the value of an assignment that names a path on the node's own disk."""
+    while node is not None and node.type not in ("variable_assignment", "command", "program"):
+        node = node.parent
+    value = node.child_by_field_name("value") if node is not None and node.type == "variable_assignment" else None
+    return value is not None and _NODE_LOCAL.match(value.text.decode("utf-8", "replace")) is not None
 
 
 def check(target):
@@ -222,7 +284,8 @@ def check(target):
     c10d = any(_C10D.search(line.split("#", 1)[0]) for line in data.decode("utf-8", "replace").splitlines()
                if not line.lstrip().startswith("#"))
     candidates, seen, lines = [], {}, data.split(b"\n")
-    exported_functions = _exported_functions(data)
+    run_by_steps = exported_functions(data)
+    read_names = {e.name for e in script.shell.expansions}
     for expansion in script.shell.expansions:
         if expansion.name not in PER_TASK:
             continue
@@ -230,11 +293,15 @@ def check(target):
             continue
         if c10d and _c10d_rank(expansion, data, seen):
             continue
-        if _assigned_to(expansion.node) == "CUDA_VISIBLE_DEVICES" and _gpus_bound_per_task(parsed):
+        holder = _assigned_to(expansion.node)
+        if holder in _SET_BY_SLURMSTEPD and holder not in read_names and _asks_for_gpus(parsed) \
+                and _steps_only(script.shell):
+            continue  # slurmstepd replaces it in every step, and only steps use it
+        if _node_local_value(expansion.node) and _one_task_per_node(parsed, script.shell):
             continue
         if not target.strict and (_printed(expansion) or _printed_in_heredoc(expansion, lines)):
             continue
-        if exported_functions and _in_exported_function(expansion.node, exported_functions):
+        if run_by_steps and _in_exported_function(expansion.node, run_by_steps):
             continue  # run by the step (`srun bash -c run_node`): each task expands its own value
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}

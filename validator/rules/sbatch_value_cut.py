@@ -26,7 +26,7 @@ from validator.sbatch import VALUE_TYPES
 # `run#2`) is one word, or no word of letters.
 _NOTE = re.compile(r"[A-Za-z][A-Za-z']*[,:]?\s+\S")
 # `#!/bin/bash`, `#!/usr/bin/env bash` glued after a value: a pasted first line, never part of a value
-_SHEBANG = re.compile(r"!\s*/(?:usr/)?(?:local/)?bin/(?:env\s+)?[a-z]*sh\b")
+_SHEBANG = re.compile(r"!\s*/(?:usr/)?(?:local/)?bin/(?:env\s+)?[a-z]*sh(?=\s|$)")
 # options whose value is a count, a size, a time or a name of the cluster's (not free text, a path or a
 # list of settings): a '#' and words after such a value are a note. The counts, sizes and times are those
 # whose grammar sbatch-bad-value checks (VALUE_TYPES); the rest are named here.

@@ -9,8 +9,9 @@ nothing into the log. A pipe into tee, or a redirection to the terminal's stream
 What holds a secret is validator.secrets.secret_holders, shared with security-xtrace: a secret-named
 variable, but not a "token" the script builds only from what is no secret (`jupyter_token=${USER}_${jupyter_port}`:
 the user's name and a port the same echo prints; round one hundred and twenty-one: three Jupyter
-launchers that print their URL for the user to open), and every variable whose value the script
-builds from one (`AUTH="Bearer $HF_TOKEN"`).
+launchers that print their URL for the user to open), nor one the script sets only to a key for a server
+that checks none (`OPENAI_API_KEY="dummy"`, `api_key=EMPTY` for the job's own vLLM server: round four hundred
+and six), and every variable whose value the script builds from one (`AUTH="Bearer $HF_TOKEN"`).
 """
 import re
 

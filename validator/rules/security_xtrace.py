@@ -18,13 +18,15 @@ one around it, also as `{ set +x; } 2>/dev/null` or `set +x || true`; not one in
 function or a subshell. A file sourced before the trace that the repository does not hold
 (`source ~/miniconda3/bin/activate`) is not read: a function of it that expands the token would be missed.
 "Holds a secret" is read as security-secret-echo reads it (validator.secrets): a secret-named variable the
-script does not build only from public names, and every copy of one.
+script does not build only from public names nor set only to a key for a server that checks none
+(`OPENAI_API_KEY="dummy"` for the job's own vLLM server, round four hundred and six; a placeholder that asks for
+the real key, `WANDB_API_KEY=... # your key`, is a secret), and every copy of one.
 """
 import bisect
 import re
 
 from validator.rules.base import enclosing, node_key, set_effect, sourced
-from validator.secrets import built_from_public, copies, is_secret
+from validator.secrets import built_from_public, copies, is_secret, placeholder_only
 ID = "security-xtrace"
 SEVERITY = "error"
 SCOPE = "script"
@@ -40,7 +42,8 @@ def check(target):
         secrets |= {a.name for a in scope.assignments if is_secret(a.name)}
         secrets |= {e.name for e in scope.expansions if is_secret(e.name)}
     seen: dict = {}  # a token the script builds only from public names (${USER}_${port}) is none
-    secrets = sorted(name for name in secrets if not built_from_public(shell, name, seen))
+    secrets = sorted(name for name in secrets if not built_from_public(shell, name, seen)
+                     and not placeholder_only(shell, name))
     if not secrets:
         return
     for command in shell.commands:
