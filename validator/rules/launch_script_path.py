@@ -190,6 +190,24 @@ def _submit_default(node) -> bool:
     return False
 
 
+_CD_SUBMIT = re.compile(r"cd\s+[\"']?\$\{?SLURM_SUBMIT_DIR\}?[\"']?(?:\s|$)")
+
+
+def _after_submit_or(node) -> bool:
+    """`cd "$SLURM_SUBMIT_DIR" 2>/dev/null || cd "$(dirname "$0")/.."` (round four hundred and ten): the right
+    side of a `||` whose left side is `cd "$SLURM_SUBMIT_DIR"` runs only where that cd fails; slurmd sets
+    SLURM_SUBMIT_DIR in every batch job (sbatch.1, OUTPUT ENVIRONMENT VARIABLES), the folder it was submitted
+    from. A test of a folder under it (`[ -d "$SLURM_SUBMIT_DIR/x" ] || ...`) may fail: not this."""
+    child, node = node, node.parent if node is not None else None
+    while node is not None and node.type not in _SCOPES:
+        if node.type == "list" and len(node.children) >= 3 and node.children[1].type == "||" \
+                and child.start_byte == node.children[-1].start_byte \
+                and _CD_SUBMIT.match(node.children[0].text.decode("utf-8", "replace")):
+            return True
+        child, node = node, node.parent
+    return False
+
+
 def _listed_with_submit(node) -> bool:
     """`[[ $DIR == *slurmd* ]] && TOP=$SLURM_SUBMIT_DIR || TOP=$DIR`: the test and its fallback in one list."""
     while node is not None and node.type not in ("list", "program"):
@@ -318,6 +336,7 @@ def check(target):
             | _command_fallback(script.shell, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
+                                           or _after_submit_or(expansion.node)
                                            or _assigned_name(expansion.node) in fallback
                                            or not target.strict and _handed_over(expansion.node)):
             continue
