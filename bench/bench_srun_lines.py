@@ -11,7 +11,9 @@ of which 2,000 srun with a `bash -c` payload, eval, a printed secret, an unset n
 the rest a step and a bare `wait` (2,500 findings); "quoted-heredocs", a job quoted in a text that writes
 a helper with a here-document before each of its 2,000 steps; "lookalikes", 5,000 live `#SBATCH -t1` directives
 and 300 `#sbatch` look-alike lines of 100 options each before 1,000 steps (sbatch-lookalike reads the live
-values once). shellcheck is off (--no-shellcheck): this
+values once); "exported-functions", 2,000 functions each run by `srun bash -c NAME`; "node-local-paths", 4,000
+/tmp paths from SLURM_PROCID in a job of one task per node; "long-python-c", one `python -c` of 40,000 `$A`
+numbers. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -59,10 +61,22 @@ def shapes() -> dict[str, str]:
     # option took 19.6 s on such a script)
     lookalikes = ("#!/bin/bash\n" + "#SBATCH -t1\n" * 5_000 + ("#sbatch" + " -t1" * 100 + "\n") * 300
                   + "set -euo pipefail\n" + "".join(f"srun -n1 hostname {i}\n" for i in range(LINES // 10)))
-    return {"foreground": HEAD + foreground, "background": HEAD + background, "in-function": HEAD + in_function,
-            "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n", "wait-checks": HEAD + wait_checks,
-            "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms, "quoted-heredocs": quoted,
-            "lookalikes": lookalikes}
+    # 2,000 exported functions, each run by a step by its name (launch-kill-on-bad-exit reads the function in
+    # force at the step from one index of function bodies: a scan per name took 9.2 s on 4,400 of them)
+    functions = "".join(f"f{i}() {{\n  mkdir -p d{i}\n}}\nexport -f f{i}\nsrun bash -c f{i}\n"
+                        for i in range(LINES // 5))
+    # 4,000 node-local paths from SLURM_PROCID in a job of one task per node, and 2,000 steps
+    # (launch-per-task-variable decides one task per node once per script: 4.7 s when asked per path)
+    node_local = "".join(f"export C{i}=/tmp/c{i}_${{SLURM_PROCID}}\n" for i in range(4_000)) + \
+        "".join(f"srun -K1 hostname {i}\n" for i in range(LINES // 5))
+    # one `python -c` payload of 40,000 `$A` numbers (its quotes counted once: 48 s when counted per expansion)
+    long_code = "srun python -c \"x = [" + ", ".join("$A" for _ in range(40_000)) + "]\"\n"
+    one_per_node = HEAD.replace("--nodes=2\n", "--nodes=2\n#SBATCH --ntasks-per-node=1\n")
+    return {"exported-functions": HEAD + functions, "node-local-paths": one_per_node + node_local,
+            "long-python-c": HEAD + long_code, "foreground": HEAD + foreground, "background": HEAD + background,
+            "in-function": HEAD + in_function, "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n",
+            "wait-checks": HEAD + wait_checks, "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms,
+            "quoted-heredocs": quoted, "lookalikes": lookalikes}
 
 
 def run_once(path: Path) -> float:

@@ -491,7 +491,7 @@ def _python_code(words) -> str | None:
 
 _NAMED_EXPANSION = re.compile(r"\$(?:\w+|\{\w+\})")
 # where a number may stand in Python: after `(`, `,`, `=`, `[`, an operator; before `)`, `,`, `]`, an operator
-_BEFORE_NUMBER = re.compile(r"[(,=\[+\-*/%<>]\s*$")
+_NUMBER_BEFORE = frozenset("(,=[+-*/%<>")
 _AFTER_NUMBER = re.compile(r"\s*(?:[),\]+\-*/%<>]|$)")
 
 
@@ -508,9 +508,11 @@ def _code_text(word) -> str | None:
     body = raw[1:-1]
     if '"' in body.replace('\\"', ""):  # the shell word goes in and out of quotes: not one string
         return None
+    quotes, counted = 0, 0  # single quotes before the expansion, counted once over the word: linear
     for match in _NAMED_EXPANSION.finditer(body):
-        before, after = body[:match.start()], body[match.end():]
-        if before.count("'") % 2 or not _BEFORE_NUMBER.search(before) or not _AFTER_NUMBER.match(after):
+        quotes, counted = quotes + body.count("'", counted, match.start()), match.start()
+        before = body[max(0, match.start() - 64):match.start()].rstrip()
+        if quotes % 2 or not before or before[-1] not in _NUMBER_BEFORE or not _AFTER_NUMBER.match(body, match.end()):
             return None
     code = _NAMED_EXPANSION.sub("0", body)
     return None if "$" in code else code

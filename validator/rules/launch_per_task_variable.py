@@ -255,13 +255,15 @@ def _one_task_per_node(parsed, shell) -> bool:
         tasks, nodes = srun_option(shell, command, "--ntasks", "-n"), srun_option(shell, command, "--nodes", "-N")
         others = srun_option(shell, command, *(o for o in TASK_OPTIONS if o not in ("--ntasks", "-n")))
         return tasks is not None and nodes is not None and others is None and tasks.raw == nodes.raw
-    if parsed.value("ntasks-per-node") != "1" or any(option.component for option in parsed.options) \
-            or any(_TASK_LAYOUT_ENV.fullmatch(a.name) for a in shell.assignments) \
-            or any(c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS for c in shell.commands):
-        # a heterogeneous job's other components, a layout srun reads from the environment, or ranks that an
-        # MPI launcher of the batch shell places several to a node (`mpirun --map-by ppr:4:node`)
-        return False
-    return shell.once("every srun one task per node", lambda: all(one_per_node(c) for c in shell.named("srun")))
+    def answer() -> bool:  # once per script: linear in its expansions
+        if parsed.value("ntasks-per-node") != "1" or any(option.component for option in parsed.options) \
+                or any(_TASK_LAYOUT_ENV.fullmatch(a.name) for a in shell.assignments) \
+                or any(c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS for c in shell.commands):
+            # a heterogeneous job's other components, a layout srun reads from the environment, or ranks that
+            # an MPI launcher of the batch shell places several to a node (`mpirun --map-by ppr:4:node`)
+            return False
+        return all(one_per_node(c) for c in shell.named("srun"))
+    return shell.once("one task per node", answer)
 
 
 def _node_local_value(node) -> bool:
