@@ -55,7 +55,7 @@ Not reported where node 0's value does no harm:
 import re
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, bad_batch, declared_names, enclosing,
-                                  exported_functions, is_batch_script, launcher_commands, read_beyond_parse,
+                                  exported_functions, gres_gpus, is_batch_script, launcher_commands, read_beyond_parse,
                                   srun_option)
 from validator.rules.srun import TASK_OPTIONS, own_options
 ID = "launch-per-task-variable"
@@ -223,12 +223,8 @@ def _asks_for_gpus(parsed) -> bool:
     (`--gpus=a100:0`)."""
     if any((o.value or "").rsplit(":", 1)[-1] != "0" for name in _GPU_OPTIONS for o in parsed.get(name)):
         return True
-    for option in parsed.get("gres"):
-        for item in (option.value or "").split(","):
-            parts = item.strip().split(":")
-            if parts[0].removeprefix("gres/") == "gpu" and parts[-1] != "0":
-                return True
-    return False
+    return any(item.split(":", 1)[0] in ("gpu", "gres/gpu") and (gres_gpus(item) or 0) > 0
+               for option in parsed.get("gres") for item in (option.value or "").replace(" ", "").split(","))
 
 
 def _steps_only(shell) -> bool:
