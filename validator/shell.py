@@ -313,11 +313,12 @@ def _walk(root, out: ShellScript):
             later = [c for c in node.children if c.type != "variable_assignment"]
         elif kind == "declaration_command":
             keyword = node.children[0].type if node.children else ""
+            exported = _declares_exported(node, keyword)
             for child in node.children:
                 if child.type == "variable_assignment":
-                    _assignment(child, out, exported=keyword == "export", conditional=conditional)
+                    _assignment(child, out, exported=exported, conditional=conditional)
                     later.extend(child.children[2:])
-                elif child.type == "variable_name" and keyword == "export":
+                elif child.type == "variable_name" and exported:
                     line, col = _pos(child)
                     out.assignments.append(Assignment(child.text.decode("utf-8", "replace"), "", None, line, col,
                                                       True, conditional, child))
@@ -380,6 +381,24 @@ def _expanded_name(node) -> str | None:
                 if grandchild.type == "variable_name":
                     return grandchild.text.decode("utf-8", "replace")
     return None
+
+
+def _declares_exported(node, keyword: str) -> bool:
+    """Whether a declaration exports the variables it names: `export NAME`, but not `export -n` (removes the
+    export attribute) or `export -f` (names functions); `declare`/`typeset`/`local` with an `x` among the
+    options before the first name (`-x`, `-gx`, `-rx`), but not with `f` (functions). Bash reads the options
+    up to the first word that is none, or `--` (builtins/declare.def and setattr.def; checked with bash 5.2)."""
+    flags = ""
+    for child in node.children[1:]:
+        text = child.text.decode("utf-8", "replace") if child.type == "word" else ""
+        if text == "--" or not text.startswith("-"):
+            break
+        flags += text[1:]
+    if "f" in flags or "F" in flags:
+        return False
+    if keyword == "export":
+        return "n" not in flags
+    return keyword in ("declare", "typeset", "local") and "x" in flags
 
 
 def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
