@@ -20,6 +20,10 @@ an ERR trap that exits), no `exec` of the work and no `$?` read right after it: 
 last trailer's, COMPLETED whatever the work did (bash(1): a script's status is its last command's).
 Tried once as "any command after batch-shell work" (about 3 in 4 true); narrowed to these trailers,
 48 of 48 new findings over the corpora on disk were judged true.
+A python whose code (`-c CODE`, or a heredoc the shell expands nothing in) only imports, looks and prints
+(read with Python's ast: no call that writes, runs, exits or trains, no assert, raise or loop that waits) is a
+check, not work: its log is the result (round four hundred and twenty-three's torch/CUDA sanity job); it
+counts as a trailer after the work, never as the work.
 In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
@@ -28,11 +32,13 @@ A lost srun status is not reported where the batch shell then tests the work's r
 non-zero when a test fails (checks_results_after in rules/base.py: `if [ ! -f ocean.output ]; then
 exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 """
+import ast
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
-                                  set_effect, sourced, top_level_statement, traps_err)
-from validator.rules.launch_kill_on_bad_exit import helper_step, interactive_session, runs_service, session_tool
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, heredoc_code,
+                                  is_batch_script, set_effect, sourced, top_level_statement, traps_err)
+from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
+                                                     session_tool)
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -232,13 +238,68 @@ def _following(statement) -> list:
             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
 
 
+# Calls that write, run, stop or train something; a check that only prints what it finds makes none of them
+_ACTING = frozenset({"open", "exec", "eval", "exit", "quit", "compile", "input", "__import__", "_exit", "abort", "kill",
+                     "system", "popen", "run", "Popen", "call", "check_call", "check_output", "spawn", "save", "savez",
+                     "savetxt", "write", "write_text", "write_bytes", "writelines", "dump", "to_csv", "to_parquet",
+                     "to_json", "mkdir", "makedirs", "remove", "unlink", "rmtree", "rename", "fit", "train", "backward",
+                     "step", "download", "upload", "push_to_hub", "init_process_group"})
+# statements and expressions a check that only prints has no use for: its own exit status, loops that wait,
+# definitions that hide what runs
+_NOT_A_CHECK = (ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.Raise, ast.Assert,
+                ast.Global, ast.Nonlocal, ast.Delete, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Await)
+
+
+def _print_only(code: str) -> bool:
+    """Python code that imports, looks and prints, and does nothing else (`import torch;
+    print(torch.cuda.is_available())`): parsed with Python's own ast, every call read by name."""
+    if len(code) > 20_000:
+        return False
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    printed = False
+    for node in ast.walk(tree):
+        if isinstance(node, _NOT_A_CHECK):
+            return False
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if name is None or name in _ACTING:
+                return False
+            printed = printed or name == "print"
+    return printed
+
+
+def _probe(command) -> bool:
+    """`python -c CODE` or `python - <<'PY'` whose code only prints what it finds (the CUDA build, the GPUs torch
+    sees): the job's log is its result, and its exit status no later step reads (round four hundred and
+    twenty-three: a 5-minute torch/CUDA sanity job ending with an echo; rounds 324 and 407 judged such
+    diagnostic jobs' findings false too)."""
+    if not command.name.rsplit("/", 1)[-1].startswith("python"):
+        return False
+    code = python_code(command.args)
+    if code is None and all(w.value is not None and w.value.startswith("-") and w.value not in ("-m", "-c")
+                            for w in command.args):
+        code = heredoc_code(command)  # `python - <<'PY'`, `python3 -u <<'PY'`: the program is the heredoc
+    return code is not None and _print_only(code)
+
+
+def _probe_statements(shell) -> frozenset:
+    """Start bytes of the top-level statements that are a print-only python check (_probe); once per script."""
+    return shell.once("print-only checks", lambda: frozenset(
+        _statement(c.node).start_byte for c in shell.commands
+        if c.node is not None and c.name.rsplit("/", 1)[-1].startswith("python") and _top_level(c) and _probe(c)))
+
+
 def _last_work(shell):
     """The job's last work at the top level, in the foreground: the main srun (not a helper step) or
     work run in the batch shell (_WORK), with its top-level statement; None when there is none or the
     next statement reads its `$?`."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
-                 or c.name.rsplit("/", 1)[-1] in _WORK)]
+                 or c.name.rsplit("/", 1)[-1] in _WORK and not _probe(c))]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)
@@ -256,7 +317,10 @@ def _forced_success(shell):
     if last is None:
         return None
     main, statement = last
+    probes = _probe_statements(shell)
     for node in _following(statement):
+        if node.start_byte in probes:
+            continue  # a print-only python check after the work: no work, and its status is not the job's
         if _first_word(node) == "wait" and b"\n" not in node.text.strip():
             continue  # a bare `wait` (or `wait $pid`) collects what ran beside the work; `exit 0` still hides it
         if _first_word(node) == "exit":
@@ -344,7 +408,9 @@ def _work_then_echo(shell):
     if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after) \
             or _ends_in_syntax_error(after):
         return None
-    if any(n.type not in ("command", "redirected_statement", "list") or not _trailer(n) for n in after):
+    probes = _probe_statements(shell)
+    if any(n.start_byte not in probes and (n.type not in ("command", "redirected_statement", "list") or not _trailer(n))
+           for n in after):
         return None
     line = after[-1].start_point[0] + 1
     # `python build.py | tee out`: the pipeline's status is tee's too; set -e alone keeps nothing
