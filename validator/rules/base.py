@@ -582,38 +582,36 @@ def _moved(command, line: int, col: int):
     return replace(at(command), args=[at(arg) for arg in command.args])
 
 
-def heredoc_code(command) -> str | None:
-    """The text a heredoc hands to a command as written (`python - <<'PY'`): only where the shell expands
-    nothing in it, a quoted delimiter (bash(1), Here Documents), or an unquoted one over a body with no `$`,
-    backquote or backslash; else None."""
+def _heredoc_redirect(command):
+    """The heredoc redirection of the statement a command heads (`python - <<'PY'`), else None."""
     node = command.node
     parent = node.parent if node is not None else None
     if parent is None or parent.type != "redirected_statement":
         return None
-    for child in parent.children:
-        if child.type == "heredoc_redirect":
-            start = next((c.text for c in child.children if c.type == "heredoc_start"), b"")
-            body = next((c.text for c in child.children if c.type == "heredoc_body"), None)
-            if body is None:
-                return None
-            if start[:1] in (b"'", b'"', b"\\") or not any(mark in body for mark in (b"$", b"`", b"\\")):
-                return body.decode("utf-8", "replace")
-            return None
+    return next((child for child in parent.children if child.type == "heredoc_redirect"), None)
+
+
+def heredoc_code(command) -> str | None:
+    """The text a heredoc hands to a command as written (`python - <<'PY'`): only where the shell expands
+    nothing in it, a quoted delimiter (bash(1), Here Documents), or an unquoted one over a body with no `$`,
+    backquote or backslash; else None."""
+    redirect = _heredoc_redirect(command)
+    if redirect is None:
+        return None
+    start = next((c.text for c in redirect.children if c.type == "heredoc_start"), b"")
+    body = next((c.text for c in redirect.children if c.type == "heredoc_body"), None)
+    if body is None:
+        return None
+    if start[:1] in (b"'", b'"', b"\\") or not any(mark in body for mark in (b"$", b"`", b"\\")):
+        return body.decode("utf-8", "replace")
     return None
 
 
 def _heredoc(command):
     """The body of a heredoc fed to a shell (`bash <<EOF`, `srun bash <<'EOF'`): (text, line, col)."""
-    node = command.node
-    parent = node.parent if node is not None else None
-    if parent is None or parent.type != "redirected_statement":
-        return None
-    for child in parent.children:
-        if child.type == "heredoc_redirect":
-            for body in child.children:
-                if body.type == "heredoc_body":
-                    return body.text.decode("utf-8", "replace"), body.start_point[0] + 1, 1
-    return None
+    redirect = _heredoc_redirect(command)
+    body = next((c for c in redirect.children if c.type == "heredoc_body"), None) if redirect is not None else None
+    return (body.text.decode("utf-8", "replace"), body.start_point[0] + 1, 1) if body is not None else None
 
 
 def with_payloads(shell, depth: int = 0):
