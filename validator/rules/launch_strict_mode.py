@@ -20,10 +20,12 @@ an ERR trap that exits), no `exec` of the work and no `$?` read right after it: 
 last trailer's, COMPLETED whatever the work did (bash(1): a script's status is its last command's).
 Tried once as "any command after batch-shell work" (about 3 in 4 true); narrowed to these trailers,
 48 of 48 new findings over the corpora on disk were judged true.
-A python whose code (`-c CODE`, or a heredoc the shell expands nothing in) only imports, looks and prints
-(read with Python's ast: no call that writes, runs, exits or trains, no assert, raise or loop that waits) is a
-check, not work: its log is the result (round four hundred and twenty-three's torch/CUDA sanity job); it
-counts as a trailer after the work, never as the work.
+A python whose code (`-c CODE`, or a heredoc on its stdin that the shell expands nothing in) only imports,
+looks and prints (read with Python's ast: every call a known question or conversion, `print`,
+`torch.cuda.is_available`, `os.environ.get`; every import a framework or the standard library's view of the
+machine; no while, def, assert, raise or with) is a check, not work: its log is the result (round four hundred
+and twenty-three's torch/CUDA sanity job). Standing alone as a statement after the work (or after the last
+srun), it is a trailer, never the work.
 In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
@@ -172,7 +174,7 @@ def _risks(script, sourced_shells=()):
         return  # `srun ...; exit_code=$?`: the author keeps the step's status and deals with it
     statement = _statement(main.node)
     if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
-           for c in shell.commands):
+           and not _probe(c) for c in shell.commands):
         return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
     after = [n for n in _following(statement) if _first_word(n) not in ("exit", "wait")]
     if after and _success_check(after[-1]):
@@ -238,21 +240,32 @@ def _following(statement) -> list:
             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
 
 
-# Calls that write, run, stop or train something; a check that only prints what it finds makes none of them
-_ACTING = frozenset({"open", "exec", "eval", "exit", "quit", "compile", "input", "__import__", "_exit", "abort", "kill",
-                     "system", "popen", "run", "Popen", "call", "check_call", "check_output", "spawn", "save", "savez",
-                     "savetxt", "write", "write_text", "write_bytes", "writelines", "dump", "to_csv", "to_parquet",
-                     "to_json", "mkdir", "makedirs", "remove", "unlink", "rmtree", "rename", "fit", "train", "backward",
-                     "step", "download", "upload", "push_to_hub", "init_process_group"})
-# statements and expressions a check that only prints has no use for: its own exit status, loops that wait,
-# definitions that hide what runs
+# What a check that only looks may call: Python's own conversions and printing, and the questions a sanity job
+# asks of the machine (torch.cuda.is_available(), jax.devices(), os.environ.get(...), socket.gethostname()). A
+# name not here (snapshot_download, load_dataset, main, run_path, copytree, an alias of os.system) may work.
+_LOOKING = frozenset({"print", "len", "str", "repr", "int", "float", "bool", "format", "sorted", "list", "dict",
+                      "tuple", "set", "range", "enumerate", "zip", "min", "max", "sum", "round", "abs", "hasattr",
+                      "isinstance", "type", "is_available", "device_count", "get_device_name", "get_device_properties",
+                      "get_device_capability", "current_device", "is_bf16_supported", "mem_get_info",
+                      "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "get_arch_list", "devices", "local_devices",
+                      "local_device_count", "default_backend", "list_physical_devices", "is_built_with_cuda",
+                      "get", "getenv", "gethostname", "getfqdn", "node", "python_version", "version", "cpu_count",
+                      "keys", "items", "values", "join", "split", "strip", "upper", "lower", "startswith", "endswith"})
+# What a check imports: the standard library's own views of the machine and the frameworks whose build and devices
+# it reports; importing the job's own module (`import train_model`) runs that module's code
+_LOOKED_AT = frozenset({"os", "sys", "platform", "socket", "json", "torch", "torchvision", "torchaudio", "tensorflow",
+                        "jax", "jaxlib", "flax", "numpy", "scipy", "sklearn", "pandas", "transformers", "accelerate",
+                        "deepspeed", "datasets", "cupy", "triton", "apex", "vllm", "xformers", "flash_attn"})
+# statements a check that only looks has no use for: its own exit status, waiting loops, definitions that hide
+# what runs
 _NOT_A_CHECK = (ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.Raise, ast.Assert,
                 ast.Global, ast.Nonlocal, ast.Delete, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Await)
 
 
 def _print_only(code: str) -> bool:
     """Python code that imports, looks and prints, and does nothing else (`import torch;
-    print(torch.cuda.is_available())`): parsed with Python's own ast, every call read by name."""
+    print(torch.cuda.is_available())`): parsed with Python's own ast; every call is one of _LOOKING by name,
+    every import one of _LOOKED_AT's modules under its own name, and something is printed."""
     if len(code) > 20_000:
         return False
     try:
@@ -263,10 +276,15 @@ def _print_only(code: str) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, _NOT_A_CHECK):
             return False
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] not in _LOOKED_AT for a in node.names):
+            return False
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in _LOOKED_AT
+                                                 or any(a.asname for a in node.names)):
+            return False
         if isinstance(node, ast.Call):
             name = node.func.id if isinstance(node.func, ast.Name) else \
                 node.func.attr if isinstance(node.func, ast.Attribute) else None
-            if name is None or name in _ACTING:
+            if name not in _LOOKING:
                 return False
             printed = printed or name == "print"
     return printed
@@ -287,10 +305,17 @@ def _probe(command) -> bool:
 
 
 def _probe_statements(shell) -> frozenset:
-    """Start bytes of the top-level statements that are a print-only python check (_probe); once per script."""
+    """Start bytes of the top-level statements that are a print-only python check (_probe) and nothing else: the
+    command alone or with its redirections, not a pipeline whose status is another program's
+    (`python -c "print(...)" | ./model.exe`) nor a list; once per script."""
+    def own(command) -> bool:
+        statement = _statement(command.node)
+        return statement == command.node or statement.type == "redirected_statement" and \
+            statement.named_children[0] == command.node
     return shell.once("print-only checks", lambda: frozenset(
         _statement(c.node).start_byte for c in shell.commands
-        if c.node is not None and c.name.rsplit("/", 1)[-1].startswith("python") and _top_level(c) and _probe(c)))
+        if c.node is not None and c.name.rsplit("/", 1)[-1].startswith("python") and _top_level(c) and own(c)
+        and _probe(c)))
 
 
 def _last_work(shell):
