@@ -385,20 +385,34 @@ def _expanded_name(node) -> str | None:
 
 def _declares_exported(node, keyword: str) -> bool:
     """Whether a declaration exports the variables it names: `export NAME`, but not `export -n` (removes the
-    export attribute) or `export -f` (names functions); `declare`/`typeset`/`local` with an `x` among the
-    options before the first name (`-x`, `-gx`, `-rx`), but not with `f` (functions). Bash reads the options
-    up to the first word that is none, or `--` (builtins/declare.def and setattr.def; checked with bash 5.2)."""
-    flags = ""
+    export attribute) or `export -f` (names functions); `declare`/`typeset` with `-x` among the options before
+    the first name (`-x`, `-gx`, `-rx`), and no `+x` among them (`declare -x +x A`, `declare +x -x A`), and not with `f`
+    (functions); `local -x` only inside a function (at the top level bash refuses it: "local: can only be used in
+    a function", and sets nothing). Bash reads the options, `-` or `+`, up to the first word that is none, or
+    `--` (builtins/declare.def and setattr.def; each case checked with bash 5.2). Inside a function `declare -x`
+    without -g is the function's own variable, exported while it runs: counted as exported, as `export` there is."""
+    on: set = set()
+    off: set = set()  # a `+x` anywhere among the options wins over `-x` (`declare +x -x D` exports nothing)
     for child in node.children[1:]:
         text = child.text.decode("utf-8", "replace") if child.type == "word" else ""
-        if text == "--" or not text.startswith("-"):
+        if text == "--" or len(text) < 2 or text[0] not in "-+":
             break
-        flags += text[1:]
-    if "f" in flags or "F" in flags:
+        (on if text[0] == "-" else off).update(text[1:])
+    if "f" in on or "F" in on:
         return False
     if keyword == "export":
-        return "n" not in flags
-    return keyword in ("declare", "typeset", "local") and "x" in flags
+        return "n" not in on
+    if keyword == "local" and not _in_function(node):
+        return False
+    return keyword in ("declare", "typeset", "local") and "x" in on and "x" not in off
+
+
+def _in_function(node) -> bool:
+    while node is not None:
+        if node.type == "function_definition":
+            return True
+        node = node.parent
+    return False
 
 
 def _assignment(node, out: ShellScript, exported: bool, conditional: bool):
