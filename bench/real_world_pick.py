@@ -36,8 +36,13 @@ NOT_A_SCRIPT = re.compile(r"\.(md|markdown|rst|txt|py|ipynb|html|shtml|yaml|yml|
 # `./wrf.exe` counts too: before round fifty-one the `\b` in front of `\./` never matched (no word
 # character before a '.' at a line's start or after a blank), so a job that runs `./prog` in the batch
 # shell was drawn only when another launch word was in it (round forty-six's judge found it).
+# Round four hundred and twenty-four's drawer: jobs whose only launch is `uv run train.py`, `conda run -n env ...`
+# or `bash scripts/train.sh` were never drawn (nor `sh run.sh`); a project runner's `run` and a shell given a
+# script count from round four hundred and twenty-five on.
 LAUNCHES = re.compile(r"^\s*[^#\n]*(?:\b(srun|mpirun|mpiexec|torchrun|deepspeed|accelerate|python3?|apptainer|"
-                      r"singularity|julia|Rscript)\b|(?<![\w./])\./[\w.+-]+)", re.M)
+                      r"singularity|julia|Rscript)\b|(?<![\w./])\./[\w.+-]+"
+                      r"|\b(?:uv|conda|mamba|micromamba|poetry|pixi|pdm)\s+run\b"
+                      r"|(?<![\w./-])(?:bash|sh)\s+(?:-\w+\s+)*[^\s;|&]+\.sh\b)", re.M)
 DIRECTIVE = r"^#SBATCH[[:space:]]+-"
 
 

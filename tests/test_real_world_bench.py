@@ -68,6 +68,8 @@ def test_tuning_and_held_out_parts_are_scored_apart(tmp_path, monkeypatch, capsy
     ("./wrf.exe\n", True), ("  ./a.out > log\n", True), ("time ./prog -n 4\n", True),
     ("mpirun ./x\n", True), ("srun hostname\n", True),
     ("# ./commented\n", False), ("cd ../run\n", False), ("echo a/./b\n", False), ("cat notes\n", False),
+    ("uv run train.py\n", True), ("conda run -n env python x.py\n", True), ("bash scripts/train.sh 4\n", True),
+    ("sh -x run.sh\n", True), ("# bash run.sh\n", False), ("source env.sh\n", False), ("echo bash\n", False),
 ])
 def test_pick_counts_a_program_run_by_its_path_as_a_launch_line(line, launches):
     """Round forty-six's judge: `\\b` before `\\./` never matched, so `./wrf.exe` alone drew no job."""

@@ -313,11 +313,12 @@ def _walk(root, out: ShellScript):
             later = [c for c in node.children if c.type != "variable_assignment"]
         elif kind == "declaration_command":
             keyword = node.children[0].type if node.children else ""
+            exported = _declares_exported(node, keyword)
             for child in node.children:
                 if child.type == "variable_assignment":
-                    _assignment(child, out, exported=keyword == "export", conditional=conditional)
+                    _assignment(child, out, exported=exported, conditional=conditional)
                     later.extend(child.children[2:])
-                elif child.type == "variable_name" and keyword == "export":
+                elif child.type == "variable_name" and exported:
                     line, col = _pos(child)
                     out.assignments.append(Assignment(child.text.decode("utf-8", "replace"), "", None, line, col,
                                                       True, conditional, child))
@@ -380,6 +381,38 @@ def _expanded_name(node) -> str | None:
                 if grandchild.type == "variable_name":
                     return grandchild.text.decode("utf-8", "replace")
     return None
+
+
+def _declares_exported(node, keyword: str) -> bool:
+    """Whether a declaration exports the variables it names: `export NAME`, but not `export -n` (removes the
+    export attribute) or `export -f` (names functions); `declare`/`typeset` with `-x` among the options before
+    the first name (`-x`, `-gx`, `-rx`), and no `+x` among them (`declare -x +x A`, `declare +x -x A`), and not with `f`
+    (functions); `local -x` only inside a function (at the top level bash refuses it: "local: can only be used in
+    a function", and sets nothing). Bash reads the options, `-` or `+`, up to the first word that is none, or
+    `--` (builtins/declare.def and setattr.def; each case checked with bash 5.2). Inside a function `declare -x`
+    without -g is the function's own variable, exported while it runs: counted as exported, as `export` there is."""
+    on: set = set()
+    off: set = set()  # a `+x` anywhere among the options wins over `-x` (`declare +x -x D` exports nothing)
+    for child in node.children[1:]:
+        text = child.text.decode("utf-8", "replace") if child.type == "word" else ""
+        if text == "--" or len(text) < 2 or text[0] not in "-+":
+            break
+        (on if text[0] == "-" else off).update(text[1:])
+    if "f" in on or "F" in on:
+        return False
+    if keyword == "export":
+        return "n" not in on
+    if keyword == "local" and not _in_function(node):
+        return False
+    return keyword in ("declare", "typeset", "local") and "x" in on and "x" not in off
+
+
+def _in_function(node) -> bool:
+    while node is not None:
+        if node.type == "function_definition":
+            return True
+        node = node.parent
+    return False
 
 
 def _assignment(node, out: ShellScript, exported: bool, conditional: bool):

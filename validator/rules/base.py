@@ -582,18 +582,51 @@ def _moved(command, line: int, col: int):
     return replace(at(command), args=[at(arg) for arg in command.args])
 
 
-def _heredoc(command):
-    """The body of a heredoc fed to a shell (`bash <<EOF`, `srun bash <<'EOF'`): (text, line, col)."""
+def _heredoc_redirect(command):
+    """The heredoc redirection of the statement a command heads (`python - <<'PY'`), else None."""
     node = command.node
     parent = node.parent if node is not None else None
     if parent is None or parent.type != "redirected_statement":
         return None
-    for child in parent.children:
-        if child.type == "heredoc_redirect":
-            for body in child.children:
-                if body.type == "heredoc_body":
-                    return body.text.decode("utf-8", "replace"), body.start_point[0] + 1, 1
+    return next((child for child in parent.children if child.type == "heredoc_redirect"), None)
+
+
+# The parts of a plain `<<DELIM` heredoc on stdin; an output redirection beside it (`> log`) may sit inside it too
+_PLAIN_HEREDOC = frozenset({"<<", "heredoc_start", "heredoc_body", "heredoc_end", "file_redirect"})
+
+
+def heredoc_code(command) -> str | None:
+    """The text a heredoc hands to a command's stdin as written (`python - <<'PY'`): only for one plain `<<`
+    heredoc (not `<<-`, whose tabs bash strips, nor one on another descriptor, `3<<'PY'`) with no other input
+    redirection (`< train.py` would be the program), and only where the shell expands nothing in it: a quoted
+    delimiter (bash(1), Here Documents), or an unquoted one over a body with no `$`, backquote or backslash;
+    else None."""
+    node = command.node
+    parent = node.parent if node is not None else None
+    if parent is None or parent.type != "redirected_statement":
+        return None
+    heredocs = [child for child in parent.children if child.type == "heredoc_redirect"]
+    reads_input = any(child.type == "file_redirect" and any(part.type.startswith("<") for part in child.children)
+                      for child in (*parent.children, *(heredocs[0].children if heredocs else ())))
+    if len(heredocs) != 1 or reads_input:
+        return None
+    parts = heredocs[0].children
+    if any(child.type not in _PLAIN_HEREDOC for child in parts):
+        return None
+    start = next((c.text for c in parts if c.type == "heredoc_start"), b"")
+    body = next((c.text for c in parts if c.type == "heredoc_body"), None)
+    if body is None or start[:1].isdigit():
+        return None
+    if start[:1] in (b"'", b'"', b"\\") or not any(mark in body for mark in (b"$", b"`", b"\\")):
+        return body.decode("utf-8", "replace")
     return None
+
+
+def _heredoc(command):
+    """The body of a heredoc fed to a shell (`bash <<EOF`, `srun bash <<'EOF'`): (text, line, col)."""
+    redirect = _heredoc_redirect(command)
+    body = next((c for c in redirect.children if c.type == "heredoc_body"), None) if redirect is not None else None
+    return (body.text.decode("utf-8", "replace"), body.start_point[0] + 1, 1) if body is not None else None
 
 
 def with_payloads(shell, depth: int = 0):

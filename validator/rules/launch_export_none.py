@@ -118,15 +118,13 @@ def _steps_export_all(shell) -> bool:
     slurm-22-05-0-1 and of src/srun/opt.c at slurm-26-05-1-1, and srun.1's "will override any setting for
     SLURM_EXPORT_ENV"), else SLURM_EXPORT_ENV. A Ray launcher writes `export SRUN_EXPORT_ENV="ALL,PATH=$PATH"`:
     the raw word counts, ALL as the list's first item; a value that is only an expansion is not known."""
-    text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
     allexport = any("a" in set_effect(c).on for c in shell.named("set"))  # `set -a`, `set -o allexport`
     for name in ("SRUN_EXPORT_ENV", "SLURM_EXPORT_ENV"):
         assigned = [a for a in shell.assignments if a.name == name]
         # SLURM_EXPORT_ENV is in the job's environment already (sbatch sets it); SRUN_EXPORT_ENV reaches srun
-        # only exported: `export NAME[=...]` (a bare `export NAME` is an assignment with no value here),
-        # `declare -x`, `typeset -x`, or every assignment under `set -a`
-        exported = name == "SLURM_EXPORT_ENV" or any(a.exported for a in assigned) or allexport or re.search(
-            rf"\b(?:declare|typeset)\s+-\w*x\w*\s+{name}\b", text)
+        # only exported: `export NAME[=...]`, `declare -x`, `typeset -x` (the parser marks each; a bare
+        # `export NAME` is an assignment with no value), or every assignment under `set -a`
+        exported = name == "SLURM_EXPORT_ENV" or any(a.exported for a in assigned) or allexport
         values = [a.raw.strip("\"'") for a in assigned if a.raw.strip("\"'")] if exported else []
         if any(_ALL.match(v) for v in values):
             return True

@@ -477,7 +477,7 @@ def _per_node(shell, command) -> bool:
     return name.startswith("python") and script is not None and _helper_script(script.raw)
 
 
-def _python_code(words) -> str | None:
+def python_code(words) -> str | None:
     """The literal code of `python [-u -B ...] -c CODE` (words after the program), else None (also where
     the code is a variable: `python -c "$CODE"` shows nothing of what it does)."""
     for i, word in enumerate(words):
@@ -530,7 +530,7 @@ def _local_code(words) -> bool:
     """`python -c CODE` whose code shows no sign of joining other tasks (_SIGNS, "code": an mllog event,
     a file check, a look at the task's own GPU, modules only imported): each task runs it alone. An import of
     mpi4py stays: importing mpi4py.MPI calls MPI_Init, which waits for every task."""
-    code = _python_code(words)
+    code = python_code(words)
     return code is not None and not _CODE_SIGNS.search(
         _PLAIN_IMPORT.sub(lambda m: m.group(0) if "mpi4py" in m.group(0) else "", code))
 

@@ -20,6 +20,12 @@ an ERR trap that exits), no `exec` of the work and no `$?` read right after it: 
 last trailer's, COMPLETED whatever the work did (bash(1): a script's status is its last command's).
 Tried once as "any command after batch-shell work" (about 3 in 4 true); narrowed to these trailers,
 48 of 48 new findings over the corpora on disk were judged true.
+A python whose code (`-c CODE`, or a heredoc on its stdin that the shell expands nothing in) only imports,
+looks and prints (read with Python's ast: every call a known question or conversion, `print`,
+`torch.cuda.is_available`, `os.environ.get`; every import a framework or the standard library's view of the
+machine; no while, def, assert, raise or with) is a check, not work: its log is the result (round four hundred
+and twenty-three's torch/CUDA sanity job). Standing alone as a statement after the work (or after the last
+srun), it is a trailer, never the work.
 In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
@@ -28,11 +34,13 @@ A lost srun status is not reported where the batch shell then tests the work's r
 non-zero when a test fails (checks_results_after in rules/base.py: `if [ ! -f ocean.output ]; then
 exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 """
+import ast
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, is_batch_script,
-                                  set_effect, sourced, top_level_statement, traps_err)
-from validator.rules.launch_kill_on_bad_exit import helper_step, interactive_session, runs_service, session_tool
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, heredoc_code,
+                                  is_batch_script, set_effect, sourced, top_level_statement, traps_err)
+from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
+                                                     session_tool)
 ID = "launch-strict-mode"
 SEVERITY = "error"
 SCOPE = "script"
@@ -166,7 +174,7 @@ def _risks(script, sourced_shells=()):
         return  # `srun ...; exit_code=$?`: the author keeps the step's status and deals with it
     statement = _statement(main.node)
     if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
-           for c in shell.commands):
+           and not _probe(c) for c in shell.commands):
         return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
     after = [n for n in _following(statement) if _first_word(n) not in ("exit", "wait")]
     if after and _success_check(after[-1]):
@@ -232,13 +240,91 @@ def _following(statement) -> list:
             if n.start_byte > statement.end_byte and n.type not in ("comment", "\n", "&", ";", ";;")]
 
 
+# What a check that only looks may call: Python's own conversions and printing, and the questions a sanity job
+# asks of the machine (torch.cuda.is_available(), jax.devices(), os.environ.get(...), socket.gethostname()). A
+# name not here (snapshot_download, load_dataset, main, run_path, copytree, an alias of os.system) may work.
+_LOOKING = frozenset({"print", "len", "str", "repr", "int", "float", "bool", "format", "sorted", "list", "dict",
+                      "tuple", "set", "range", "enumerate", "zip", "min", "max", "sum", "round", "abs", "hasattr",
+                      "isinstance", "type", "is_available", "device_count", "get_device_name", "get_device_properties",
+                      "get_device_capability", "current_device", "is_bf16_supported", "mem_get_info",
+                      "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "get_arch_list", "devices", "local_devices",
+                      "local_device_count", "default_backend", "list_physical_devices", "is_built_with_cuda",
+                      "get", "getenv", "gethostname", "getfqdn", "node", "python_version", "version", "cpu_count",
+                      "keys", "items", "values", "join", "split", "strip", "upper", "lower", "startswith", "endswith"})
+# What a check imports: the standard library's own views of the machine and the frameworks whose build and devices
+# it reports; importing the job's own module (`import train_model`) runs that module's code
+_LOOKED_AT = frozenset({"os", "sys", "platform", "socket", "json", "torch", "torchvision", "torchaudio", "tensorflow",
+                        "jax", "jaxlib", "flax", "numpy", "scipy", "sklearn", "pandas", "transformers", "accelerate",
+                        "deepspeed", "datasets", "cupy", "triton", "apex", "vllm", "xformers", "flash_attn"})
+# statements a check that only looks has no use for: its own exit status, waiting loops, definitions that hide
+# what runs
+_NOT_A_CHECK = (ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return, ast.Raise, ast.Assert,
+                ast.Global, ast.Nonlocal, ast.Delete, ast.With, ast.AsyncWith, ast.AsyncFor, ast.Await)
+
+
+def _print_only(code: str) -> bool:
+    """Python code that imports, looks and prints, and does nothing else (`import torch;
+    print(torch.cuda.is_available())`): parsed with Python's own ast; every call is one of _LOOKING by name,
+    every import one of _LOOKED_AT's modules under its own name, and something is printed."""
+    if len(code) > 20_000:
+        return False
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    printed = False
+    for node in ast.walk(tree):
+        if isinstance(node, _NOT_A_CHECK):
+            return False
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] not in _LOOKED_AT for a in node.names):
+            return False
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] not in _LOOKED_AT
+                                                 or any(a.asname for a in node.names)):
+            return False
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if name not in _LOOKING:
+                return False
+            printed = printed or name == "print"
+    return printed
+
+
+def _probe(command) -> bool:
+    """`python -c CODE` or `python - <<'PY'` whose code only prints what it finds (the CUDA build, the GPUs torch
+    sees): the job's log is its result, and its exit status no later step reads (round four hundred and
+    twenty-three: a 5-minute torch/CUDA sanity job ending with an echo; rounds 324 and 407 judged such
+    diagnostic jobs' findings false too)."""
+    if not command.name.rsplit("/", 1)[-1].startswith("python"):
+        return False
+    code = python_code(command.args)
+    if code is None and all(w.value is not None and w.value.startswith("-") and w.value not in ("-m", "-c")
+                            for w in command.args):
+        code = heredoc_code(command)  # `python - <<'PY'`, `python3 -u <<'PY'`: the program is the heredoc
+    return code is not None and _print_only(code)
+
+
+def _probe_statements(shell) -> frozenset:
+    """Start bytes of the top-level statements that are a print-only python check (_probe) and nothing else: the
+    command alone or with its redirections, not a pipeline whose status is another program's
+    (`python -c "print(...)" | ./model.exe`) nor a list; once per script."""
+    def own(command) -> bool:
+        statement = _statement(command.node)
+        return statement == command.node or statement.type == "redirected_statement" and \
+            statement.named_children[0] == command.node
+    return shell.once("print-only checks", lambda: frozenset(
+        _statement(c.node).start_byte for c in shell.commands
+        if c.node is not None and c.name.rsplit("/", 1)[-1].startswith("python") and _top_level(c) and own(c)
+        and _probe(c)))
+
+
 def _last_work(shell):
     """The job's last work at the top level, in the foreground: the main srun (not a helper step) or
     work run in the batch shell (_WORK), with its top-level statement; None when there is none or the
     next statement reads its `$?`."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
-                 or c.name.rsplit("/", 1)[-1] in _WORK)]
+                 or c.name.rsplit("/", 1)[-1] in _WORK and not _probe(c))]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)
@@ -256,7 +342,10 @@ def _forced_success(shell):
     if last is None:
         return None
     main, statement = last
+    probes = _probe_statements(shell)
     for node in _following(statement):
+        if node.start_byte in probes:
+            continue  # a print-only python check after the work: no work, and its status is not the job's
         if _first_word(node) == "wait" and b"\n" not in node.text.strip():
             continue  # a bare `wait` (or `wait $pid`) collects what ran beside the work; `exit 0` still hides it
         if _first_word(node) == "exit":
@@ -344,7 +433,9 @@ def _work_then_echo(shell):
     if not after or b"$?" in b"".join(n.text for n in after) or b"PIPESTATUS" in b"".join(n.text for n in after) \
             or _ends_in_syntax_error(after):
         return None
-    if any(n.type not in ("command", "redirected_statement", "list") or not _trailer(n) for n in after):
+    probes = _probe_statements(shell)
+    if any(n.start_byte not in probes and (n.type not in ("command", "redirected_statement", "list") or not _trailer(n))
+           for n in after):
         return None
     line = after[-1].start_point[0] + 1
     # `python build.py | tee out`: the pipeline's status is tee's too; set -e alone keeps nothing

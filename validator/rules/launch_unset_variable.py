@@ -4,7 +4,8 @@ Premise: Slurm sets only the variables its man pages list (validator/data/slurm_
 sbatch.1, srun.1, salloc.1 of 22.05, 23.11, 24.11, 26.05) and the few more src/common/env.c sets
 without a man page naming them (SLURM_JOB_USER, SLURM_JOB_UID in setup_env(), at slurm-22-05-0-1 and
 slurm-26-05-1-1: round fifty-six's judge found SLURM_JOB_USER reported); any other SLURM_ name
-expands empty.
+expands empty. The name suggested for a misspelling is one Slurm sets in a job, never one it only reads
+(validator/data/slurm_env_input_only.txt: SLURM_TIMELIMIT is srun's input, set by no release).
 Holds for: 22.05-26.05.
 Only SLURM_ and SLURMD_ names are Slurm's output: SBATCH_*, SRUN_* and SALLOC_* are input variables
 that the user or the site sets for sbatch/srun/salloc to read (sbatch.1 and srun.1, "INPUT ENVIRONMENT
@@ -52,10 +53,22 @@ _SLURM = re.compile(r"^SLURMD?_")
 _SITE = frozenset({"SLURM_TMPDIR", "SLURM_SCRATCH"})
 
 
+def _names(file: str) -> frozenset:
+    with open(DATA / file, encoding="utf-8") as handle:
+        return frozenset(line.strip() for line in handle if line.strip() and not line.startswith("#"))
+
+
 @lru_cache(maxsize=1)
 def slurm_variables() -> frozenset:
-    with open(DATA / "slurm_env.txt", encoding="utf-8") as handle:
-        return frozenset(line.strip() for line in handle if line.strip() and not line.startswith("#"))
+    return _names("slurm_env.txt")
+
+
+@lru_cache(maxsize=1)
+def slurm_set_variables() -> frozenset:
+    """The names Slurm sets in a job: a misspelling is one of these (round four hundred and seventeen:
+    `$SLURM_TIME_LIMIT` was answered "did you mean SLURM_TIMELIMIT?", a name only srun reads and no
+    release sets, unset in the job too)."""
+    return slurm_variables() - _names("slurm_env_input_only.txt")
 
 
 def _tested(node) -> bool:
@@ -183,7 +196,7 @@ def check(target):
         if _SLURM.match(name):
             if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen:
                 continue
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+            close = difflib.get_close_matches(name, slurm_set_variables(), n=1, cutoff=0.85)
             if name in tested and not close:
                 continue  # a site's variable, used where the site sets it (the script checks); a misspelling is not
             hint = f"; did you mean {close[0]}?" if close else ""

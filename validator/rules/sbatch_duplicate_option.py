@@ -110,6 +110,7 @@ def _kept_whole(options) -> set:
 def check(target):
     kept_whole = set() if target.strict else _kept_whole(target.script.parsed.options)
     seen = {}
+    last = {(o.component, o.name): o for o in target.script.parsed.options}  # the one sbatch keeps
     for option in target.script.parsed.options:
         if option.name is None or option.name in REPEATABLE or (option.name not in ADDS_UP and not target.strict):
             continue
@@ -122,7 +123,9 @@ def check(target):
                 continue  # the same value again: whichever wins, the job gets what was written
             if not target.strict and key in kept_whole:
                 continue  # the last line holds every part of the earlier ones: nothing is dropped
+            kept = last[key]
+            where = "this one" if kept is option else f"the last one, on line {kept.line}"
             yield (target.script.display, option.line, option.col,
-                   f"--{option.name} is already set on line {first.line}; sbatch keeps only this one")
+                   f"--{option.name} is already set on line {first.line}; sbatch keeps only {where}")
         else:
             seen[key] = option

@@ -120,12 +120,15 @@ def wait_all(procs: list[tuple[str, subprocess.Popen]], timeout: float,
         return
     names = {name for name, _ in overdue}
     job = os.environ.get("SLURM_JOB_ID", "")
-    steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True,
-                           text=True, check=False).stdout.splitlines()
-    for line in steps:
-        fields = line.split()
-        if len(fields) == 2 and fields[1] in names:
-            subprocess.run(["scancel", "--signal=KILL", fields[0]], capture_output=True, check=False)
+    try:
+        steps = subprocess.run(["squeue", "-h", "-s", "-j", job, "-o", "%i %j"], capture_output=True,
+                               text=True, check=False).stdout.splitlines()
+        for line in steps:
+            fields = line.split()
+            if len(fields) == 2 and fields[1] in names:
+                subprocess.run(["scancel", "--signal=KILL", fields[0]], capture_output=True, check=False)
+    except OSError:
+        pass  # no squeue or scancel where the driver runs (an image without Slurm's clients): the sruns are ended below
     grace = time.monotonic() + KILL_GRACE_S
     for _, proc in overdue:
         try:
