@@ -65,6 +65,7 @@ RULE_MODULES = [
     "launch_unset_argument",
     "launch_default_quotes",
     "launch_unset_variable",
+    "launch_conda_activate",
     "launch_time_limit",
     "launch_setting_shadowed",
     "pyxis_image",
