@@ -13,7 +13,8 @@ a helper with a here-document before each of its 2,000 steps; "lookalikes", 5,00
 and 300 `#sbatch` look-alike lines of 100 options each before 1,000 steps (sbatch-lookalike reads the live
 values once); "exported-functions", 2,000 functions each run by `srun bash -c NAME`; "node-local-paths", 4,000
 /tmp paths from SLURM_PROCID in a job of one task per node; "long-python-c", one `python -c` of 40,000 `$A`
-numbers; "python-checks", 2,000 print-only `python - <<'PY'` checks after a training. shellcheck is off (--no-shellcheck): this
+numbers; "python-checks", 2,000 print-only `python - <<'PY'` checks after a training; "conda-activates", 5,000
+`conda activate` lines without conda's hook, each before a step. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -75,13 +76,16 @@ def shapes() -> dict[str, str]:
     # check's code with Python's ast once per script (round four hundred and twenty-three)
     checks = "python train.py\n" + "".join(f"python - <<'PY'\nimport torch\nprint({i}, torch.cuda.is_available())\nPY\n"
                                           for i in range(LINES // 5)) + "echo done\n"
+    # 5,000 `conda activate` lines with no hook, each followed by a step (launch-conda-activate reads the script's
+    # set-up commands once, then each activate)
+    activates = "".join(f"conda activate env{i}\nsrun -K1 python run.py {i}\n" for i in range(LINES // 2))
     one_per_node = HEAD.replace("--nodes=2\n", "--nodes=2\n#SBATCH --ntasks-per-node=1\n")
     return {"exported-functions": HEAD + functions, "node-local-paths": one_per_node + node_local,
             "long-python-c": HEAD + long_code, "foreground": HEAD + foreground, "background": HEAD + background,
             "in-function": HEAD + in_function, "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n",
             "wait-checks": HEAD + wait_checks, "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms,
             "quoted-heredocs": quoted, "lookalikes": lookalikes,
-            "python-checks": HEAD.replace("set -euo pipefail\n", "") + checks}
+            "python-checks": HEAD.replace("set -euo pipefail\n", "") + checks, "conda-activates": HEAD + activates}
 
 
 def run_once(path: Path) -> float:
