@@ -3,24 +3,30 @@
 Premise: `conda activate` works only through the shell function that conda's hook defines (`conda()` in
 conda/shell/etc/profile.d/conda.sh at conda 26.1.1, never exported). A batch script's bash is neither
 interactive nor a login shell, so it reads neither ~/.bashrc nor ~/.bash_profile, where `conda init` put the hook
-(bash(1), INVOCATION), and a function reaches it through the environment only when exported (`export -f`). So
-`conda` is the executable, whose `activate` refuses and activates nothing, exit status 1: CondaError "Run 'conda
-init' before 'conda activate'" (conda/cli/main_mock_activate.py at conda 24.1.0 and 26.1.1), "Your shell has not
-been properly configured to use 'conda activate'" before (conda/exceptions.py at 4.6.0). Without set -e the job
-goes on with whatever python the submitting shell's PATH held; with it, the job ends there, failed. Judges of
-read rounds noted this as a missed defect many times (rounds 409, 419, 421 and 425 among them; round 425's
-repository committed the logs that show the CondaError).
-Not reported where something may have defined the function first: any `source` or `.` in the script (~/.bashrc,
-conda.sh, a site's setup file), any `eval` (`eval "$(conda shell.bash hook)"`), a `module load` of a Python, conda
-or framework module (NERSC's `python`, Princeton's `anaconda3`), `conda init`, a login shell (`#!/bin/bash -l`),
-BASH_ENV set in the script, sbatch's --get-user-env, or a `conda` function or alias of the script's own; nor where
-the script handles the failure (`conda activate x || source activate x`, an `if` condition); nor a `conda activate`
-that a step or a payload runs (`srun bash -lc "conda activate ..."`), or any shell but bash and sh.
+(bash(1), INVOCATION; checked with bash 5.2 in a scratch HOME), and a function reaches it through the environment
+only when exported (`export -f`): sbatch's --get-user-env brings back variables only (env_array_user_default in
+src/common/env.c). So `conda` is the executable, whose `activate` refuses and activates nothing, exit status 1:
+CondaError "Run 'conda init' before 'conda activate'" (conda/cli/main_mock_activate.py, from conda 23.11.0 to
+26.1.1), "Your shell has not been properly configured to use 'conda activate'" before it (conda/exceptions.py at
+4.6.0 and 23.1.0). Without set -e the job goes on with whatever python the submitting shell's PATH held; with it,
+the job ends there, failed. Judges of read rounds noted this as a missed defect many times (rounds 409, 419, 421
+and 425 among them; the repositories of rounds 419, 421 and 425 committed the logs that show the refusal).
+Not reported where something before it may have defined the function: a `source` or `.` (also through `builtin` or
+`command`: ~/.bashrc, conda.sh, a site's setup file), an `eval` (`eval "$(conda shell.bash hook)"`), a `module load`
+of a Python, conda or framework module (NERSC's `python`, Princeton's `anaconda3`; also one named by a
+variable, or `module restore`), `conda init`, or a `conda`
+function of the script's own; for a `conda activate` inside a function, such a command anywhere in the script.
+Nor in a login or interactive shell (`#!/bin/bash -l`, `-i`, `--login`), a script that re-runs itself in a login
+shell (`exec bash -l "$0"`), a function the script never calls or exports to its steps (`export -f f; srun bash
+-lc f`: the step's own shell), a step's or payload's shell (`srun bash -lc "conda activate ..."`), or where the
+script falls back to something that does the activation's work (`|| export PATH=...`, an `if` with an `else`);
+an exit, echo or `true` after `||` changes nothing. Only bash and sh scripts. Aliases and BASH_ENV set in the
+script change nothing here (bash expands no alias in a non-interactive shell; BASH_ENV is read when a shell starts).
 Holds for: every Slurm release (bash's and conda's behaviour, conda 4.6 and later).
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, is_batch_script, set_effect
+from validator.rules.base import GOOD_BATCH, exported_functions, function_definitions, is_batch_script
 
 ID = "launch-conda-activate"
 SEVERITY = "error"
@@ -34,33 +40,35 @@ BAD = {"run.sbatch": GOOD_BATCH.replace("set -euo pipefail\n", "set -euo pipefai
 # modules whose load may define conda's function: a Python, a conda or a framework built on one
 _SETUP_MODULE = re.compile(r"(?i)conda|mamba|forge|python|pytorch|torch|tensorflow|jax|\bai\b|machine.?learning"
                            r"|deep.?learning|\bml\b|\bdl\b|ngc")
+# what a failed activate may fall back on without doing its work
+_NO_FALLBACK = frozenset({"exit", "return", "true", ":", "echo", "printf", "false"})
+# the script re-runs itself in a login shell: `[ -z "$RE" ] && RE=1 exec bash -l "$0" "$@"`
+_RE_LOGIN = re.compile(rb"\bexec[ \t]+(?:/\S*/)?(?:bash|sh)[ \t]+(?:-\w*l\w*|--login)\b")
 
 
-def _sets_up_conda(shell, parsed) -> bool:
-    """Anything in the script that may have defined conda's shell function (see the premise)."""
-    if shell.named("source", ".", "eval", "alias") or parsed.get("get-user-env"):
-        return True
-    if any(a.name == "BASH_ENV" for a in shell.assignments):
-        return True
-    if any(c.args and c.args[0].value == "init" for c in shell.named("conda")):
-        return True
-    for command in shell.named("module", "ml"):
-        if any(_SETUP_MODULE.search(a.value or a.raw) for a in command.args):
-            return True
-    root = shell.root
-    return root is not None and re.search(rb"(?m)^\s*(?:function\s+)?conda\s*\(\s*\)|^\s*function\s+conda\b",
-                                          root.text) is not None
+def _setup_lines(shell) -> list[int]:
+    """Lines of the commands that may define conda's shell function (see the premise)."""
+    lines = [c.line for c in shell.named("source", ".", "eval")]
+    lines += [c.line for c in shell.named("builtin", "command")
+              if c.args and c.args[0].value in ("source", ".", "eval")]
+    lines += [c.line for c in shell.named("conda") if c.args and c.args[0].value == "init"]
+    # a module named by a variable (`module load $PYMOD`) or a saved collection (`module restore env`) may be one
+    lines += [c.line for c in shell.named("module", "ml")
+              if any(a.value is None or a.value == "restore" or _SETUP_MODULE.search(a.value) for a in c.args)]
+    lines += [node.start_point[0] + 1 for name, node in function_definitions(shell) if name == "conda"]
+    return lines
 
 
 def _own_statement(command) -> bool:
     """The command is the batch shell's own `conda ...` (not the program of `srun conda ...`)."""
     node = command.node
     name = node.child_by_field_name("name") if node is not None and node.type == "command" else None
-    return name is not None and name.text.rsplit(b"/", 1)[-1] == b"conda"
+    return name is not None and name.text == b"conda"
 
 
-def _handled(node) -> bool:
-    """Its failure is the script's to deal with: the left side of `||`, or an if/while condition."""
+def _falls_back(node) -> bool:
+    """A failed activate is followed by something that may do its work: `|| export PATH=...`, an `if` whose
+    condition it is and that has an `else`/`elif`."""
     while node.parent is not None and node.parent.type in ("redirected_statement", "negated_command"):
         node = node.parent
     parent = node.parent
@@ -68,33 +76,55 @@ def _handled(node) -> bool:
         return False
     if parent.type == "list":
         following = node.next_sibling
-        return following is not None and following.type == "||"
-    if parent.type in ("if_statement", "elif_clause", "while_statement"):
+        after = following.next_named_sibling if following is not None and following.type == "||" else None
+        if after is None:
+            return False
+        first = after.text.split(None, 1)[0] if after.text.split() else b""
+        return first.decode("utf-8", "replace") not in _NO_FALLBACK
+    if parent.type in ("if_statement", "elif_clause"):
+        in_condition = False
         for child in parent.children:
-            if child.type in ("then", "do"):
-                return False
-            if child == node:
-                return True
+            if child.type == "then":
+                break
+            in_condition = in_condition or child == node
+        return in_condition and any(c.type in ("else_clause", "elif_clause") for c in parent.children)
     return False
+
+
+def _function_of(node):
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    return node
 
 
 def check(target):
     script = target.script
     if not is_batch_script(script) or script.interpreter not in (None, "bash", "sh"):
         return
-    if "l" in script.interpreter_flags or "--login" in (script.shebang or ""):
-        return  # a login shell reads ~/.bash_profile, which commonly reads ~/.bashrc
+    flags = script.interpreter_flags
+    if "l" in flags or "i" in flags or "--login" in (script.shebang or ""):
+        return  # a login shell reads ~/.bash_profile (commonly ~/.bashrc too), an interactive one ~/.bashrc
     shell = script.shell
     activates = [c for c in shell.named("conda") if c.args and c.args[0].value == "activate" and _own_statement(c)]
-    if not activates or _sets_up_conda(shell, script.parsed):
+    if not activates or shell.root is None or _RE_LOGIN.search(shell.root.text):
         return
-    errexit = "e" in script.interpreter_flags or any(
-        "e" in set_effect(c).on and c.line < activates[0].line for c in shell.named("set"))
-    outcome = "the job ends there, failed" if errexit else "the job goes on with the submitting shell's python"
+    setups = _setup_lines(shell)
+    first_setup = min(setups, default=None)
+    called = {c.name for c in shell.commands}
+    exported = exported_functions(shell.root.text)
     for command in activates:
-        if _handled(command.node):
+        function = _function_of(command.node)
+        if function is not None:
+            name_node = function.child_by_field_name("name")
+            name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""
+            if setups or name not in called or name in exported:
+                continue  # set up somewhere first, never run by this shell, or run by a step's own shell
+        elif first_setup is not None and first_setup < command.line:
+            continue
+        if _falls_back(command.node):
             continue
         yield (script.display, command.line, command.col,
                "conda activate in a batch shell that never loaded conda's shell hook (bash reads no ~/.bashrc "
-               f"here): the conda executable refuses ('Run conda init before conda activate') and {outcome}; add "
+               "here): the conda executable refuses ('Run conda init before conda activate') and activates nothing, "
+               "so the job runs with the submitting shell's python (or stops there under set -e); add "
                "'eval \"$(conda shell.bash hook)\"' before it")
