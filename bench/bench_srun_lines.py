@@ -14,7 +14,8 @@ and 300 `#sbatch` look-alike lines of 100 options each before 1,000 steps (sbatc
 values once); "exported-functions", 2,000 functions each run by `srun bash -c NAME`; "node-local-paths", 4,000
 /tmp paths from SLURM_PROCID in a job of one task per node; "long-python-c", one `python -c` of 40,000 `$A`
 numbers; "python-checks", 2,000 print-only `python - <<'PY'` checks after a training; "conda-activates", 5,000
-`conda activate` lines without conda's hook, each before a step. shellcheck is off (--no-shellcheck): this
+`conda activate` lines without conda's hook, each before a step; "conda-blank-lines", one activate before 80,000
+lines of blanks. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -85,7 +86,9 @@ def shapes() -> dict[str, str]:
             "in-function": HEAD + in_function, "array-args": HEAD + array_args, "mixed": HEAD + mixed + "wait\n",
             "wait-checks": HEAD + wait_checks, "killed-servers": HEAD + killed, "case-arms": HEAD + case_arms,
             "quoted-heredocs": quoted, "lookalikes": lookalikes,
-            "python-checks": HEAD.replace("set -euo pipefail\n", "") + checks, "conda-activates": HEAD + activates}
+            "python-checks": HEAD.replace("set -euo pipefail\n", "") + checks, "conda-activates": HEAD + activates,
+            # one activate, then 80,000 lines of blanks: the search for a `conda()` definition once took 120 s+
+            "conda-blank-lines": HEAD + "conda activate train\n" + " \t\n" * 80_000}
 
 
 def run_once(path: Path) -> float:
