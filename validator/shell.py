@@ -113,6 +113,8 @@ class ShellScript:
     assignments: list[Assignment] = field(default_factory=list)
     expansions: list[Expansion] = field(default_factory=list)
     has_errors: bool = False
+    # functions the script exports to the programs it starts (`export -f run_node`, `declare -fx run_node`)
+    exported_functions: set = field(default_factory=set)
     too_deep: bool = False  # nested beyond MAX_DEPTH syntax-tree levels: the rules did not look deeper
     root: object = field(repr=False, default=None)  # the tree-sitter root, for rules that need more
     columns: object = field(repr=False, default=None)  # byte to character columns of this text
@@ -313,9 +315,12 @@ def _walk(root, out: ShellScript):
             later = [c for c in node.children if c.type != "variable_assignment"]
         elif kind == "declaration_command":
             keyword = node.children[0].type if node.children else ""
-            exported = _declares_exported(node, keyword)
+            exported, functions = _declaration_exports(node, keyword)
             for child in node.children:
-                if child.type == "variable_assignment":
+                named = child.type == "variable_name" or child.type == "word" and child.text[:1] not in b"-+"
+                if functions and named:  # `export -f my-func` too
+                    out.exported_functions.add(child.text.decode("utf-8", "replace"))
+                elif child.type == "variable_assignment":
                     _assignment(child, out, exported=exported, conditional=conditional)
                     later.extend(child.children[2:])
                 elif child.type == "variable_name" and exported:
@@ -383,14 +388,16 @@ def _expanded_name(node) -> str | None:
     return None
 
 
-def _declares_exported(node, keyword: str) -> bool:
-    """Whether a declaration exports the variables it names: `export NAME`, but not `export -n` (removes the
-    export attribute) or `export -f` (names functions); `declare`/`typeset` with `-x` among the options before
-    the first name (`-x`, `-gx`, `-rx`), and no `+x` among them (`declare -x +x A`, `declare +x -x A`), and not with `f`
-    (functions); `local -x` only inside a function (at the top level bash refuses it: "local: can only be used in
-    a function", and sets nothing). Bash reads the options, `-` or `+`, up to the first word that is none, or
-    `--` (builtins/declare.def and setattr.def; each case checked with bash 5.2). Inside a function `declare -x`
-    without -g is the function's own variable, exported while it runs: counted as exported, as `export` there is."""
+def _declaration_exports(node, keyword: str) -> tuple[bool, bool]:
+    """Whether a declaration exports the variables it names, and whether the functions it names. Variables:
+    `export NAME`, but not `export -n` (removes the export attribute) or `export -f` (names functions);
+    `declare`/`typeset` with `-x` among the options before the first name (`-x`, `-gx`, `-rx`), and no `+x` among
+    them (`declare -x +x A`, `declare +x -x A`), and not with `f`; `local -x` only inside a function (at the top
+    level bash refuses it: "local: can only be used in a function", and sets nothing). Functions: `export -f`
+    (not with -n), `declare -fx`/`typeset -fx` (no `+x`). Bash reads the options, `-` or `+`, up to the first word
+    that is none, or `--` (builtins/declare.def and setattr.def; each case checked with bash 5.2). Inside a function
+    `declare -x` without -g is the function's own variable, exported while it runs: counted as exported, as `export`
+    there is."""
     on: set = set()
     off: set = set()  # a `+x` anywhere among the options wins over `-x` (`declare +x -x D` exports nothing)
     for child in node.children[1:]:
@@ -398,21 +405,20 @@ def _declares_exported(node, keyword: str) -> bool:
         if text == "--" or len(text) < 2 or text[0] not in "-+":
             break
         (on if text[0] == "-" else off).update(text[1:])
+    marked = "n" not in on if keyword == "export" else \
+        keyword in ("declare", "typeset", "local") and "x" in on and "x" not in off
+    if keyword == "local" and not enclosing(node, ("function_definition",)):
+        marked = False
     if "f" in on or "F" in on:
-        return False
-    if keyword == "export":
-        return "n" not in on
-    if keyword == "local" and not _in_function(node):
-        return False
-    return keyword in ("declare", "typeset", "local") and "x" in on and "x" not in off
+        return False, marked and keyword != "local"
+    return marked, False
 
 
-def _in_function(node) -> bool:
-    while node is not None:
-        if node.type == "function_definition":
-            return True
+def enclosing(node, kinds):
+    """The nearest node of one of `kinds` at or above `node` (None when there is none)."""
+    while node is not None and node.type not in kinds:
         node = node.parent
-    return False
+    return node
 
 
 def _assignment(node, out: ShellScript, exported: bool, conditional: bool):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from validator.model import Target
+from validator.shell import enclosing
 
 
 def loader_check(rule_id: str):
@@ -944,13 +945,6 @@ def always_runs(node) -> bool:
     return node is not None and node.parent is not None and node.parent.type == "program"
 
 
-def enclosing(node, kinds):
-    """The nearest node of one of `kinds` at or above `node` (None when there is none)."""
-    while node is not None and node.type not in kinds:
-        node = node.parent
-    return node
-
-
 # A test of what a run left behind: a file test, or a program that reads files (grep, cmp, diff)
 _FILE_TESTS = {"-f", "-s", "-e", "-d", "-r", "-L", "-h", "-nt", "-ot"}
 _READS_FILES = {"grep", "egrep", "fgrep", "zgrep", "cmp", "diff"}
@@ -1062,22 +1056,18 @@ def function_definitions(shell) -> list:
     return shell.once("function definitions", walk)
 
 
-_EXPORT_FUNCTIONS = re.compile(rb"^[ \t]*(?:export[ \t]+-f|(?:declare|typeset)[ \t]+-(?:[a-z]*f[a-z]*x|[a-z]*x[a-z]*f))"
-                               rb"[a-z]*((?:[ \t]+[A-Za-z_][\w-]*)+)", re.M)
-
-
-def exported_functions(data: bytes) -> set:
+def exported_functions(shell) -> set:
     """Functions the script exports (`export -f run_node`, `declare -fx run_node`): a step runs them
-    (`srun bash -c run_node`), so each task expands what is inside them itself (round twenty-eight)."""
-    return {name.decode() for match in _EXPORT_FUNCTIONS.finditer(data) for name in match.group(1).split()}
+    (`srun bash -c run_node`), so each task expands what is inside them itself (round twenty-eight). The shell
+    parser reads the declarations' options (shell._declaration_exports)."""
+    return shell.exported_functions
 
 
 def exported_function_commands(shell, name: str, line: int) -> list | None:
     """The commands of the function `name` as defined when line `line` runs (the last definition above
     it), where the script exports it with `export -f` (what `srun bash -c name` runs in each task), else
     None. Indexed once per script: 5,000 functions and steps stay linear."""
-    root = shell.root
-    if root is None or name not in shell.once("exported functions", lambda: exported_functions(root.text)):
+    if shell.root is None or name not in shell.exported_functions:
         return None
 
     def index():

@@ -26,7 +26,7 @@ Holds for: every Slurm release (bash's and conda's behaviour, conda 4.6 and late
 """
 import re
 
-from validator.rules.base import GOOD_BATCH, exported_functions, function_definitions, is_batch_script
+from validator.rules.base import GOOD_BATCH, enclosing, exported_functions, function_definitions, is_batch_script
 
 ID = "launch-conda-activate"
 SEVERITY = "error"
@@ -91,12 +91,6 @@ def _falls_back(node) -> bool:
     return False
 
 
-def _function_of(node):
-    while node is not None and node.type != "function_definition":
-        node = node.parent
-    return node
-
-
 def check(target):
     script = target.script
     if not is_batch_script(script) or script.interpreter not in (None, "bash", "sh"):
@@ -111,9 +105,9 @@ def check(target):
     setups = _setup_lines(shell)
     first_setup = min(setups, default=None)
     called = {c.name for c in shell.commands}
-    exported = exported_functions(shell.root.text)
+    exported = exported_functions(shell)
     for command in activates:
-        function = _function_of(command.node)
+        function = enclosing(command.node, ("function_definition",))
         if function is not None:
             name_node = function.child_by_field_name("name")
             name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""

@@ -282,7 +282,7 @@ def check(target):
     c10d = any(_C10D.search(line.split("#", 1)[0]) for line in data.decode("utf-8", "replace").splitlines()
                if not line.lstrip().startswith("#"))
     candidates, seen, lines = [], {}, data.split(b"\n")
-    run_by_steps = exported_functions(data)
+    run_by_steps = exported_functions(script.shell)
     read_names = {e.name for e in script.shell.expansions}
     for expansion in script.shell.expansions:
         if expansion.name not in PER_TASK:
