@@ -4,8 +4,9 @@ Premise: `conda activate` works only through the shell function that conda's hoo
 conda/shell/etc/profile.d/conda.sh at conda 26.1.1, never exported). A batch script's bash is neither
 interactive nor a login shell, so it reads neither ~/.bashrc nor ~/.bash_profile, where `conda init` put the hook
 (bash(1), INVOCATION; checked with bash 5.2 in a scratch HOME), and a function reaches it through the environment
-only when exported (`export -f`): sbatch's --get-user-env brings back variables only (env_array_user_default in
-src/common/env.c). So `conda` is the executable, whose `activate` refuses and activates nothing, exit status 1:
+only when exported (`export -f`): sbatch's --get-user-env brings back variables only (env_array_user_default,
+`su - USER -c /usr/bin/env`, in src/common/env.c at slurm-26-05-1-1). So `conda` is the executable, whose
+`activate` refuses and activates nothing, exit status 1:
 CondaError "Run 'conda init' before 'conda activate'" (conda/cli/main_mock_activate.py, from conda 23.11.0 to
 26.1.1), "Your shell has not been properly configured to use 'conda activate'" before it (conda/exceptions.py at
 4.6.0 and 23.1.0). Without set -e the job goes on with whatever python the submitting shell's PATH held; with it,
