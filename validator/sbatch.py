@@ -304,7 +304,10 @@ def no_time_limit(value: str) -> bool:
 
 # A tool's own bracketed token, filled by its Python before sbatch (round thirty-three: a Ray
 # autoscaler's [_DEPLOY_HEAD_CPUS_], a [_PY_ADD_SLURM_CMD_] line), in directives and in the body.
-BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
+# Also a launcher's doubled brackets, [[DURATION]], [[TOTAL_NODES]] (round four hundred and thirty-six: cosmos-rl's
+# dispatch_job.py replaces each before it submits the rendered copy); bash's own `[[` test needs a blank after it
+# and a glob's class a colon or a range ([[:digit:]], [[a-z]]), so no script's code looks like it.
+BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")
 
 
 # A template engine's placeholder, filled in by a tool before sbatch: Jinja's {{ x }} and {% %},
