@@ -409,6 +409,27 @@ _FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
 # name ('# sbatch-sft-04b.sh — full SFT ...', a header naming the file: round eighty-four)
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013\u2014]{1,2})[A-Za-z]"
                         r"|-[A-Za-z](?![A-Za-z]))", re.IGNORECASE)
+# `#SBACTH -A proj`, `#SBTACH --gres=gpu:1` (rounds 435 and 437: seen unreported twice): the magic word misspelt
+# by one edit (two letters swapped, one changed, added or dropped) and then an option, at the line's start
+_MISSPELT = re.compile(r"#([A-Za-z]{5,7})\s+-{1,2}[A-Za-z]")
+
+
+def _misspelt_magic(line: str) -> str | None:
+    """The misspelt word of `#SBACTH -A x` (one edit from SBATCH, in any case), else None."""
+    found = _MISSPELT.match(line)
+    word = found.group(1).upper() if found else ""
+    if not word or word == "SBATCH":
+        return None
+    if len(word) == 6:
+        diff = [i for i in range(6) if word[i] != "SBATCH"[i]]
+        near = len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and word[diff[0]] == "SBATCH"[diff[1]] and word[diff[1]] == "SBATCH"[diff[0]])
+    else:
+        short, long_ = sorted((word, "SBATCH"), key=len)
+        near = any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    return found.group(1) if near else None
+
+
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 # `#sbatch -p gpu_quad --reservation=lab poet2_train.sbatch` (round three hundred and eighty-one, under
@@ -504,7 +525,8 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             # only before the first command: after it sbatch reads no directive, so even '#SBATCH' there is
             # ignored (sbatch-directive-after-command says so) and a look-alike is a commented-out command
             # (`#sbatch --export=ALL $NEXT_JOB`: round sixty-six's resubmission lines)
-            if _LOOKALIKE.match(line) and number > 1 and not stopped and not _usage_line(line):
+            if (_LOOKALIKE.match(line) or _misspelt_magic(line)) and number > 1 and not stopped \
+                    and not _usage_line(line):
                 col = len(line) - len(line.lstrip()) + 1
                 script.lookalikes.append(LookAlike(number, col, line.rstrip("\r"), _lookalike_reason(line)))
             continue
@@ -590,6 +612,9 @@ def _lookalike_reason(line: str) -> str:
     word = line.strip().split()[0]
     if word == "#":
         return "'# SBATCH' (with a space) is an ordinary comment to Slurm"
+    misspelt = _misspelt_magic(line)
+    if misspelt is not None:
+        return f"'#{misspelt}' is not '#SBATCH' (misspelt); Slurm ignores the line"
     return f"'{line.strip()[:7]}' is not '#SBATCH' (case matters); Slurm ignores the line"
 
 
