@@ -464,6 +464,9 @@ def helper_step(shell, command) -> bool:
         return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
     if name in _PER_NODE or _NODE_TOOL.match(name) or (program is not None and _helper_script(program.raw)):
         return True
+    if name == "ray":  # `srun ... ray stop` on each node before the cluster starts: Ray's per-node CLI (_RAY_LOCAL)
+        rest = [a.value for a in program_words(command, program) if a.value and a.value[:1] != "-"]
+        return bool(rest) and rest[0] in ("stop", "status")
     if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`, `bash $DIR/power_monitor.sh`: the name says it
         rest = program_words(command, program)
         if rest and not rest[0].raw.startswith("-") and _helper_script(rest[0].raw):

@@ -114,6 +114,16 @@ def _loop_keeps_status(shell, loop) -> bool:
                and c.name in ("break", "continue", "return", "exit") for c in shell.commands)
 
 
+# a folder in a variable glued to the program's name: `"${CONDA_BIN_PATH}python" -m ...` (round four hundred and
+# thirty-seven: the work after a `ray stop` clean-up step, taken for no work)
+_FOLDER_VARIABLE = re.compile(r'^"?\$\{\w+\}"?')
+
+
+def _program(command) -> str:
+    """The program a command runs by its name: the last part of its path, after a folder held in a variable."""
+    return _FOLDER_VARIABLE.sub("", command.name).strip('"').rsplit("/", 1)[-1]
+
+
 def _backgrounded(node) -> bool:
     """The top-level statement ends with '&'. The next sibling, not an index into the parent's
     children: tree-sitter builds that list anew on every access, which made this quadratic."""
@@ -232,7 +242,7 @@ def _risks(script, sourced_shells=()):
     step, _ = looped.get(id(main), (None, None))
     if step is not None and _loop_keeps_status(shell, statement):
         return
-    if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
+    if any(_program(c) in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
            and not _probe(c) for c in shell.commands):
         return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
     # in a loop, what follows the srun in its body ends every turn: the last turn's is the loop's status
@@ -389,7 +399,7 @@ def _last_work(shell):
     next statement reads its `$?`."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
-                 or c.name.rsplit("/", 1)[-1] in _WORK and not _probe(c))]
+                 or _program(c) in _WORK and not _probe(c))]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)
