@@ -62,11 +62,12 @@ ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
 SCOPE = "script"
 DESCRIPTION = ('srun without --kill-on-bad-exit for a step whose tasks work together: when one dies the others '
-               'hold every node until their own timeout ends them or, where none does, until the time limit.')
+               "hold the step's nodes until their program's own timeout ends them or, where it has none, until the "
+               'time limit.')
 # What the survivors do is their program's: the message names both ends (see the module's premise)
-_MESSAGE = ("srun without --kill-on-bad-exit=1: when one task dies the others run on and hold every node until "
-            "their own timeout ends them (PyTorch's NCCL watchdog: 10 minutes by default) or, where none does, "
-            "until the time limit")
+_MESSAGE = ("srun without --kill-on-bad-exit=1: when one task dies the others run on and hold the step's nodes until "
+            "their program's own timeout ends them (PyTorch's NCCL watchdog: 10 minutes by default) or, where it has "
+            "none (MPI, nccl-tests), until the time limit")
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1 ", "time srun ")
 
