@@ -349,9 +349,13 @@ TEMPLATE = _TEMPLATE
 #   @key@ from its config), not inside a word (`alice@lab@`);
 # - Python str.format with a program's CamelCase keys, `{TimeLimitHours}`, `{NNodes}` (round two hundred and
 #   eighty-four: SkyFactory's self.jobtemp.format(**pars)); an all-capitals `{LIMIT_TIME}` stays a person's
-#   placeholder. Bounded, so a long unclosed `{Aaaa...` costs no backtracking.
+#   placeholder. Bounded, so a long unclosed `{Aaaa...` costs no backtracking;
+# - a launcher's doubled brackets, --time=[[DURATION]], --nodes=[[TOTAL_NODES]] (round four hundred and thirty-six:
+#   cosmos-rl's dispatch_job.py replaces each before it submits the rendered copy); not in the body, where
+#   `if [[DEBUG]]; then` is bash's test without its blanks, a defect shellcheck reports.
 VALUE_TOKEN = re.compile(r"(?<![\w.@])@[a-z_][A-Za-z0-9_]{0,62}@"
-                         r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})")
+                         r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})"
+                         r"|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")
 # the setup script's `@NAME`: only a whole value (`--time=@RUN_T`, not `gpu&@HBM`) or a whole directive
 _WHOLE_TOKEN = re.compile(r"@[A-Z][A-Z0-9_]{1,62}")
 _VALUE_TOKEN_FREE_TEXT = {"job-name", "comment", "mail-user"}
@@ -406,6 +410,27 @@ _FILL_OPTIONS = {"account", "partition", "qos", "reservation", "constraint"}
 # name ('# sbatch-sft-04b.sh — full SFT ...', a header naming the file: round eighty-four)
 _LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013\u2014]{1,2})[A-Za-z]"
                         r"|-[A-Za-z](?![A-Za-z]))", re.IGNORECASE)
+# `#SBACTH -A proj`, `#SBTACH --gres=gpu:1` (rounds 435 and 437: seen unreported twice): the magic word misspelt
+# by one edit (two letters swapped, one changed, added or dropped) and then an option, at the line's start
+_MISSPELT = re.compile(r"#([A-Za-z]{5,7})\s+-{1,2}[A-Za-z]")
+
+
+def _misspelt_magic(line: str) -> str | None:
+    """The misspelt word of `#SBACTH -A x` (one edit from SBATCH, in any case), else None."""
+    found = _MISSPELT.match(line)
+    word = found.group(1).upper() if found else ""
+    if not word or "SBATCH" in word:
+        return None  # `#XSBATCH`, `#SBATCHX`: a letter put before or after on purpose, as `##SBATCH` is
+    if len(word) == 6:
+        diff = [i for i in range(6) if word[i] != "SBATCH"[i]]
+        near = len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and word[diff[0]] == "SBATCH"[diff[1]] and word[diff[1]] == "SBATCH"[diff[0]])
+    else:
+        short, long_ = sorted((word, "SBATCH"), key=len)
+        near = any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    return found.group(1) if near else None
+
+
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)
 _USAGE = re.compile(r"^\s*#\s+sbatch\s")
 # `#sbatch -p gpu_quad --reservation=lab poet2_train.sbatch` (round three hundred and eighty-one, under
@@ -501,7 +526,8 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             # only before the first command: after it sbatch reads no directive, so even '#SBATCH' there is
             # ignored (sbatch-directive-after-command says so) and a look-alike is a commented-out command
             # (`#sbatch --export=ALL $NEXT_JOB`: round sixty-six's resubmission lines)
-            if _LOOKALIKE.match(line) and number > 1 and not stopped and not _usage_line(line):
+            if (_LOOKALIKE.match(line) or _misspelt_magic(line)) and number > 1 and not stopped \
+                    and not _usage_line(line):
                 col = len(line) - len(line.lstrip()) + 1
                 script.lookalikes.append(LookAlike(number, col, line.rstrip("\r"), _lookalike_reason(line)))
             continue
@@ -587,6 +613,9 @@ def _lookalike_reason(line: str) -> str:
     word = line.strip().split()[0]
     if word == "#":
         return "'# SBATCH' (with a space) is an ordinary comment to Slurm"
+    misspelt = _misspelt_magic(line)
+    if misspelt is not None:
+        return f"'#{misspelt}' is not '#SBATCH' (misspelt); Slurm ignores the line"
     return f"'{line.strip()[:7]}' is not '#SBATCH' (case matters); Slurm ignores the line"
 
 

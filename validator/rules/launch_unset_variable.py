@@ -14,7 +14,11 @@ Slurm's. SLURM_TMPDIR is set for every job by the TaskProlog of the Digital Rese
 Canada's and Mila's clusters (a site variable, not Slurm's: a TaskProlog that prints "export
 NAME=value" adds NAME to the task's environment, _proc_stdout in src/slurmd/slurmstepd/task.c at
 slurm-26-05-1-1): not reported; nor SLURM_SCRATCH, the node-local scratch folder that CU Boulder's Alpine
-and Pitt CRC give each job. A name is set when the
+and Pitt CRC give each job. Nor a SLURM_SPANK_ name: sbatch puts each SPANK plugin's job-environment entry
+into the job as SLURM_SPANK_<entry> (_set_spank_env in src/sbatch/sbatch.c at slurm-22-05-0-1, slurm-25-05-0-1
+and slurm-26-05-1-1), an option of a plugin as SLURM_SPANK__SLURM_SPANK_OPTION_<plugin>_<option>
+(_opt_env_name in src/common/plugstack.c at 22.05, src/common/spank.c at 25.05 and 26.05): pyxis's --environment on CSCS's Alps is
+$SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_environment (round four hundred and thirty-seven). A name is set when the
 script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
 0.85 or more. NAME_HET_GROUP_<n> of a known NAME is set in a heterogeneous job (src/common/env.c,
@@ -194,7 +198,8 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         if _SLURM.match(name):
-            if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen:
+            if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen \
+                    or name.startswith("SLURM_SPANK_"):
                 continue
             close = difflib.get_close_matches(name, slurm_set_variables(), n=1, cutoff=0.85)
             if name in tested and not close:
