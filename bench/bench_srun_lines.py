@@ -15,7 +15,8 @@ values once); "exported-functions", 2,000 functions each run by `srun bash -c NA
 /tmp paths from SLURM_PROCID in a job of one task per node; "long-python-c", one `python -c` of 40,000 `$A`
 numbers; "python-checks", 2,000 print-only `python - <<'PY'` checks after a training; "conda-activates", 5,000
 `conda activate` lines without conda's hook, each before a step; "conda-blank-lines", one activate before 80,000
-lines of blanks. shellcheck is off (--no-shellcheck): this
+lines of blanks; "loop-turns", 2,500 loops of a teed step and an echo; "misspelt-directives", 10,000 `#SBACTH`
+lines. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -88,7 +89,14 @@ def shapes() -> dict[str, str]:
             "quoted-heredocs": quoted, "lookalikes": lookalikes,
             "python-checks": HEAD.replace("set -euo pipefail\n", "") + checks, "conda-activates": HEAD + activates,
             # one activate, then 80,000 lines of blanks: the search for a `conda()` definition once took 120 s+
-            "conda-blank-lines": HEAD + "conda activate train\n" + " \t\n" * 80_000}
+            "conda-blank-lines": HEAD + "conda activate train\n" + " \t\n" * 80_000,
+            # 2,500 loops of a step and an echo, no set -e (launch-strict-mode reads each srun's loop once)
+            "loop-turns": HEAD.replace("set -euo pipefail\n", "") + "".join(
+                f"for s in 1 2; do\n  srun -K1 ./run {i} \"$s\" | tee l{i}.log\n  echo {i}\ndone\n"
+                for i in range(LINES // 4)),
+            # 10,000 misspelt directives before the first command (sbatch-lookalike's one-edit test per line)
+            "misspelt-directives": "#!/bin/bash\n" + "".join(f"#SBACTH --job-name=j{i}\n" for i in range(LINES))
+            + "srun -K1 hostname\n"}
 
 
 def run_once(path: Path) -> float:

@@ -304,10 +304,7 @@ def no_time_limit(value: str) -> bool:
 
 # A tool's own bracketed token, filled by its Python before sbatch (round thirty-three: a Ray
 # autoscaler's [_DEPLOY_HEAD_CPUS_], a [_PY_ADD_SLURM_CMD_] line), in directives and in the body.
-# Also a launcher's doubled brackets, [[DURATION]], [[TOTAL_NODES]] (round four hundred and thirty-six: cosmos-rl's
-# dispatch_job.py replaces each before it submits the rendered copy); bash's own `[[` test needs a blank after it
-# and a glob's class a colon or a range ([[:digit:]], [[a-z]]), so no script's code looks like it.
-BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")
+BRACKET_TOKEN = re.compile(r"\[_[A-Z][A-Z0-9_]{0,62}_\]")
 
 
 # A template engine's placeholder, filled in by a tool before sbatch: Jinja's {{ x }} and {% %},
@@ -352,9 +349,13 @@ TEMPLATE = _TEMPLATE
 #   @key@ from its config), not inside a word (`alice@lab@`);
 # - Python str.format with a program's CamelCase keys, `{TimeLimitHours}`, `{NNodes}` (round two hundred and
 #   eighty-four: SkyFactory's self.jobtemp.format(**pars)); an all-capitals `{LIMIT_TIME}` stays a person's
-#   placeholder. Bounded, so a long unclosed `{Aaaa...` costs no backtracking.
+#   placeholder. Bounded, so a long unclosed `{Aaaa...` costs no backtracking;
+# - a launcher's doubled brackets, --time=[[DURATION]], --nodes=[[TOTAL_NODES]] (round four hundred and thirty-six:
+#   cosmos-rl's dispatch_job.py replaces each before it submits the rendered copy); not in the body, where
+#   `if [[DEBUG]]; then` is bash's test without its blanks, a defect shellcheck reports.
 VALUE_TOKEN = re.compile(r"(?<![\w.@])@[a-z_][A-Za-z0-9_]{0,62}@"
-                         r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})")
+                         r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})"
+                         r"|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")
 # the setup script's `@NAME`: only a whole value (`--time=@RUN_T`, not `gpu&@HBM`) or a whole directive
 _WHOLE_TOKEN = re.compile(r"@[A-Z][A-Z0-9_]{1,62}")
 _VALUE_TOKEN_FREE_TEXT = {"job-name", "comment", "mail-user"}
@@ -418,8 +419,8 @@ def _misspelt_magic(line: str) -> str | None:
     """The misspelt word of `#SBACTH -A x` (one edit from SBATCH, in any case), else None."""
     found = _MISSPELT.match(line)
     word = found.group(1).upper() if found else ""
-    if not word or word == "SBATCH":
-        return None
+    if not word or "SBATCH" in word:
+        return None  # `#XSBATCH`, `#SBATCHX`: a letter put before or after on purpose, as `##SBATCH` is
     if len(word) == 6:
         diff = [i for i in range(6) if word[i] != "SBATCH"[i]]
         near = len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1

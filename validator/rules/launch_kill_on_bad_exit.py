@@ -62,11 +62,12 @@ ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
 SCOPE = "script"
 DESCRIPTION = ('srun without --kill-on-bad-exit for a step whose tasks work together: when one dies the others '
-               'hold every node until their own timeout ends them or, where none does, until the time limit.')
+               "hold the step's nodes until their program's own timeout ends them or, where it has none, until the "
+               'time limit.')
 # What the survivors do is their program's: the message names both ends (see the module's premise)
-_MESSAGE = ("srun without --kill-on-bad-exit=1: when one task dies the others run on and hold every node until "
-            "their own timeout ends them (PyTorch's NCCL watchdog: 10 minutes by default) or, where none does, "
-            "until the time limit")
+_MESSAGE = ("srun without --kill-on-bad-exit=1: when one task dies the others run on and hold the step's nodes until "
+            "their program's own timeout ends them (PyTorch's NCCL watchdog: 10 minutes by default) or, where it has "
+            "none (MPI, nccl-tests), until the time limit")
 GOOD = {"run.sbatch": GOOD_BATCH}
 BAD = bad_batch("srun --kill-on-bad-exit=1 ", "time srun ")
 
@@ -551,6 +552,15 @@ def _local_code(words) -> bool:
         _PLAIN_IMPORT.sub(lambda m: m.group(0) if "mpi4py" in m.group(0) else "", code))
 
 
+def _python_check(words) -> bool:
+    """`python -c CODE` that joins no other task (_local_code), or `python -m` of a per-node check or monitor module
+    (`python -m mlperf_common.mountcheck` on each node); `words` from the python on."""
+    if _local_code(words[1:]):
+        return True
+    return len(words) > 2 and words[1].value == "-m" and bool(words[2].value) \
+        and bool(_CHECK_MODULE.search(words[2].value.rsplit(".", 1)[-1]))
+
+
 def _local_python(command) -> bool:
     """`python -c "import torch; print(torch.cuda.current_device())"`: code that joins no other task."""
     return command.name.rsplit("/", 1)[-1].startswith("python") and _local_code(command.args)
@@ -666,13 +676,16 @@ def _independent(shell, command) -> bool:
     text = " ".join(a.raw for a in command.args)
     if _RAY_LOCAL.search(text) and not _RAY.search(text) or _own_shard(text):
         return True
-    if program is not None:
-        words = program_words(command, program, with_program=True)
-        if name.startswith("python") and _local_code(words[1:]):
+    if program is not None and name.startswith("python") \
+            and _python_check(program_words(command, program, with_program=True)):
+        return True
+    if name in _RUNTIMES:  # the same check run in a container (MLPerf's run.sub: `apptainer run ... $CONT python3 -m
+        # mlperf_common.mountcheck`, an mllog event in `python -c`; rounds 435 and 448)
+        found = _container_words(command, program)
+        inner = found[1] if found is not None else None
+        if inner is not None and (inner.value or "").rsplit("/", 1)[-1].startswith("python") \
+                and _python_check(program_words(command, inner, with_program=True)):
             return True
-        if name.startswith("python") and len(words) > 2 and words[1].value == "-m" and words[2].value \
-                and _CHECK_MODULE.search(words[2].value.rsplit(".", 1)[-1]):
-            return True  # python -m mlperf_common.mountcheck on each node
     if name in _RUNTIMES or name not in ("bash", "sh"):
         return False
     payload = command_string(program_words(command, program))[0]

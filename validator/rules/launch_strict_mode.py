@@ -34,7 +34,10 @@ with echo, U2U's `x=$((x+1))`, round 435's NCCL scaling runs teed in three loops
 body and nothing follows the loop (the last turn's status is the job's), nor where the loop reads `$?` or
 PIPESTATUS or leaves with break, continue, return or exit (a retry loop, `srun ... || break`: the author decides
 what a failed turn means), nor for a step backgrounded in the body or a backgrounded loop, nor in a loop piped
-into another command, a function, a subshell or a branch.
+into another command, a function, a subshell or a branch; nor where the turn's work runs after the srun in the body
+(`srun ./prepare; python eval.py`), in an endless `while true` (the time limit ends it), or in a loop that watches
+work started in the background (`while kill -0 $pid`, or a `wait $pid` after the loop: the work's status is the
+job's). A review with probes (121 of them) found those three reported, and fixed.
 In an interactive session (interactive_session of launch-kill-on-bad-exit: a notebook started in the
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
@@ -115,13 +118,33 @@ def _loop_keeps_status(shell, loop) -> bool:
 
 
 # a folder in a variable glued to the program's name: `"${CONDA_BIN_PATH}python" -m ...` (round four hundred and
-# thirty-seven: the work after a `ray stop` clean-up step, taken for no work)
-_FOLDER_VARIABLE = re.compile(r'^"?\$\{\w+\}"?')
+# thirty-seven: the work after a `ray stop` clean-up step, taken for no work), `"$BIN"python`, `${BIN:-/opt/}python`
+_FOLDER_VARIABLE = re.compile(r'^(?:"\$\w+"|"?\$\{[^{}"]*\}"?)')  # "${BIN}", "$BIN", ${BIN:-/opt/conda/bin/}
 
 
 def _program(command) -> str:
     """The program a command runs by its name: the last part of its path, after a folder held in a variable."""
     return _FOLDER_VARIABLE.sub("", command.name).strip('"').rsplit("/", 1)[-1]
+
+
+def _endless(loop) -> bool:
+    """`while true; do srun ...; sleep 60; done`: a loop that never ends by itself (its condition is `true` or `:`);
+    the time limit or scancel ends the job, never a turn's status."""
+    while loop.type == "redirected_statement" and loop.named_children:
+        loop = loop.named_children[0]
+    condition = loop.child_by_field_name("condition") if loop.type == "while_statement" else None
+    return condition is not None and condition.text.strip().rstrip(b";").strip() in (b"true", b":")
+
+
+def _monitor_loop(shell, loop) -> bool:
+    """The loop watches work started before it in the background (`srun ... train.py &`, then `while kill -0 $pid;
+    do srun --overlap python log_metrics.py; sleep 60; done; wait "$pid"`): the job's status is the work's, which a
+    `wait` with an argument after the loop returns; a loop steered by `kill -0` watches such work too."""
+    if b"kill -0" in loop.text:
+        return True
+    after = _following(loop)
+    return any(_first_word(n) == "wait" and len(n.text.split()) > 1 for n in after) and any(
+        _backgrounded(c.node) and c.node.end_byte <= loop.start_byte for c in shell.named("srun") if _top_level(c))
 
 
 def _backgrounded(node) -> bool:
@@ -240,8 +263,13 @@ def _risks(script, sourced_shells=()):
         return  # `srun ...; exit_code=$?`: the author keeps the step's status and deals with it
     statement = _statement(main.node)
     step, _ = looped.get(id(main), (None, None))
-    if step is not None and _loop_keeps_status(shell, statement):
+    if step is not None and (_loop_keeps_status(shell, statement) or _endless(statement)
+                             or _monitor_loop(shell, statement)):
         return
+    if step is not None and any(step.end_byte <= c.node.start_byte and c.node.end_byte <= statement.end_byte
+                                and _program(c) in _WORK and not _probe(c)
+                                for c in shell.commands if c.node is not None):
+        return  # the turn's work runs after its srun in the body (`srun ./preprocess; python train.py`)
     if any(_program(c) in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
            and not _probe(c) for c in shell.commands):
         return  # the job's work runs after the last srun (`apptainer exec ... run.sh`): its status is the job's
@@ -370,7 +398,7 @@ def _probe(command) -> bool:
     sees): the job's log is its result, and its exit status no later step reads (round four hundred and
     twenty-three: a 5-minute torch/CUDA sanity job ending with an echo; rounds 324 and 407 judged such
     diagnostic jobs' findings false too)."""
-    if not command.name.rsplit("/", 1)[-1].startswith("python"):
+    if not _program(command).startswith("python"):
         return False
     code = python_code(command.args)
     if code is None and all(w.value is not None and w.value.startswith("-") and w.value not in ("-m", "-c")
@@ -389,7 +417,7 @@ def _probe_statements(shell) -> frozenset:
             statement.named_children[0] == command.node
     return shell.once("print-only checks", lambda: frozenset(
         _statement(c.node).start_byte for c in shell.commands
-        if c.node is not None and c.name.rsplit("/", 1)[-1].startswith("python") and _top_level(c) and own(c)
+        if c.node is not None and _program(c).startswith("python") and _top_level(c) and own(c)
         and _probe(c)))
 
 

@@ -14,12 +14,20 @@ debugging notes file; every round: 7 true of 136 judged). Nor, there, in a submi
 sbatch itself and has no directive sbatch would read (round one hundred and nineteen: a Quantum
 ESPRESSO submitter whose functions write a job with `cat << EOF` and sbatch it, with stray #SBATCH lines
 between the functions): nobody submits it, so its #SBATCH lines are no job's header.
+Nor, in the default profile, an ignored line whose every option asks for what sbatch does without it, where no
+live directive sets that option or one it depends on (round four hundred and forty-eight: `#SBATCH -N 1` and
+`#SBATCH -n 1` after an early command, five judged false; the `-t`, `-p`, `-n 4` beside them true): one node
+(sbatch.1, -N: without it sbatch allocates "enough nodes to satisfy the requested resources as expressed by
+per-job specification options", and the default is one task), one task ("The default is one task per node", -n)
+on one node, one CPU a task (-c: "just try to allocate one processor per task"); sbatch.1 at slurm-22-05-0-1 and
+slurm-26-05-1-1.
 """
 import io
 import re
 import tokenize
 
-from validator.rules.base import in_function, is_submitter
+from validator.rules.base import as_int, in_function, is_submitter
+from validator.sbatch import parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
 SCOPE = "script"
@@ -41,9 +49,32 @@ def check(target):
     for directive in parsed.ignored_directives:
         if directive.line in inside or (work is not None and work < directive.line):
             continue
+        if not target.strict and _asks_for_default(directive, parsed):
+            continue
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
                "move it above")
+
+
+# An option at its default value, and the live options that would change what that default is
+_DEFAULTS = {"nodes": ("1", {"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "ntasks-per-core",
+                             "ntasks-per-gpu", "gpus", "gpus-per-task", "nodelist", "mincpus"}),
+             "ntasks": ("1", {"ntasks", "nodes", "ntasks-per-node", "ntasks-per-socket", "ntasks-per-core",
+                              "ntasks-per-gpu", "gpus-per-task"}),
+             "cpus-per-task": ("1", {"cpus-per-task"})}
+
+
+def _asks_for_default(directive, parsed) -> bool:
+    """Every option of the ignored line sets what sbatch uses without it (_DEFAULTS), and no live directive sets
+    one that changes that default."""
+    options = parse_script("#!/bin/bash\n" + directive.text + "\n").options
+    live = {o.name for o in parsed.options}
+    for option in options:
+        default = _DEFAULTS.get(option.name or "")
+        value = (option.value or "").strip("\"'")
+        if option.problem or default is None or as_int(value) != as_int(default[0]) or live & default[1]:
+            return False
+    return bool(options)
 
 
 def _python_string_lines(text: str) -> set:

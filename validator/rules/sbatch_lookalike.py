@@ -31,7 +31,7 @@ GOOD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\nset -euo pipefail\n
 BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:05:00\n#sbatch --gpus-per-task=8\nset -euo pipefail\necho ok\n"}
 
 _DISABLED = re.compile(r"#+\s+SBATCH\s")  # '# SBATCH --x', '## SBATCH --x' at column 1
-_SBATCH_WORD = re.compile(r"^\s*#\s*sbatch", re.I)
+_SBATCH_WORD = re.compile(r"^\s*#\s*[a-z]{5,7}", re.I)  # `#sbatch`, `# SBATCH`, a misspelt `#SBACTH`
 
 
 def _live_values(parsed) -> dict | None:
