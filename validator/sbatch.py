@@ -357,7 +357,7 @@ VALUE_TOKEN = re.compile(r"(?<![\w.@])@[a-z_][A-Za-z0-9_]{0,62}@"
                          r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})"
                          r"|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")
 # the setup script's `@NAME`: only a whole value (`--time=@RUN_T`, not `gpu&@HBM`) or a whole directive
-_WHOLE_TOKEN = re.compile(r"@[A-Z][A-Z0-9_]{1,62}")
+_WHOLE_TOKEN = re.compile(r"@[A-Z][A-Z0-9_]{1,62}|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")  # also `#SBATCH [[EXTRA_ARGS]]`
 _VALUE_TOKEN_FREE_TEXT = {"job-name", "comment", "mail-user"}
 
 

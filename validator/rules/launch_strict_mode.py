@@ -102,6 +102,18 @@ def _loop_step(command):
     return None
 
 
+def _turn_statement(node, step) -> bool:
+    """The command is a statement of the step's own loop body after the step, run in the foreground every turn
+    (not in an `if`, a function or the background)."""
+    if not step.end_byte <= node.start_byte < step.parent.end_byte:
+        return False
+    while node.parent is not None and node.parent != step.parent:
+        if node.parent.type not in ("redirected_statement", "pipeline", "command"):
+            return False
+        node = node.parent
+    return node.parent is not None and not _ends_in_background(node)
+
+
 def _ends_in_background(node) -> bool:
     """The statement (of a loop's body or the script) is followed by '&'."""
     following = node.next_sibling
@@ -119,7 +131,8 @@ def _loop_keeps_status(shell, loop) -> bool:
 
 # a folder in a variable glued to the program's name: `"${CONDA_BIN_PATH}python" -m ...` (round four hundred and
 # thirty-seven: the work after a `ray stop` clean-up step, taken for no work), `"$BIN"python`, `${BIN:-/opt/}python`
-_FOLDER_VARIABLE = re.compile(r'^(?:"\$\w+"|"?\$\{[^{}"]*\}"?)')  # "${BIN}", "$BIN", ${BIN:-/opt/conda/bin/}
+# "${BIN}", "$BIN", ${BIN:-/opt/conda/bin/}, ${BIN:-"/opt/bin/"}, "${BIN:-${CONDA_PREFIX}/bin/}"
+_FOLDER_VARIABLE = re.compile(r'^(?:"\$\w+"|"?\$\{(?:[^{}]|\{[^{}]*\})*\}"?)')
 
 
 def _program(command) -> str:
@@ -127,24 +140,40 @@ def _program(command) -> str:
     return _FOLDER_VARIABLE.sub("", command.name).strip('"').rsplit("/", 1)[-1]
 
 
-def _endless(loop) -> bool:
-    """`while true; do srun ...; sleep 60; done`: a loop that never ends by itself (its condition is `true` or `:`);
-    the time limit or scancel ends the job, never a turn's status."""
+_FOREVER = re.compile(rb"(?:true|:|\[\[? +1 +\]\]?|\(\( *1 *\)\)|sleep +\S+)")
+
+
+def _endless(step) -> bool:
+    """`while true; do srun ...; sleep 60; done` (also `while [ 1 ]`, `while (( 1 ))`, `while sleep 300`, `until
+    false`), the step's loop or one around it: a loop that never ends by itself; the time limit or scancel ends
+    the job, never a turn's status."""
+    node = step.parent
+    while node is not None and node.type != "program":
+        if node.type == "while_statement" and node.children:
+            condition = node.child_by_field_name("condition")
+            text = condition.text.strip().rstrip(b";").strip() if condition is not None else b""
+            if node.children[0].type == "until" and text == b"false" or \
+                    node.children[0].type == "while" and _FOREVER.fullmatch(text):
+                return True
+        node = node.parent
+    return False
+
+
+_WATCHED = re.compile(rb"\bkill\s+-0\s+\"?\$\{?(\w+)")
+
+
+def _monitor_loop(loop) -> bool:
+    """The loop watches work started in the background (`srun ... train.py & pid=$!`, then `while kill -0 $pid; do
+    srun --overlap python log_metrics.py; sleep 60; done; wait "$pid"`): its condition asks `kill -0` of a pid and
+    a `wait` for that pid after the loop returns the work's status, which is the job's."""
     while loop.type == "redirected_statement" and loop.named_children:
         loop = loop.named_children[0]
     condition = loop.child_by_field_name("condition") if loop.type == "while_statement" else None
-    return condition is not None and condition.text.strip().rstrip(b";").strip() in (b"true", b":")
-
-
-def _monitor_loop(shell, loop) -> bool:
-    """The loop watches work started before it in the background (`srun ... train.py &`, then `while kill -0 $pid;
-    do srun --overlap python log_metrics.py; sleep 60; done; wait "$pid"`): the job's status is the work's, which a
-    `wait` with an argument after the loop returns; a loop steered by `kill -0` watches such work too."""
-    if b"kill -0" in loop.text:
-        return True
-    after = _following(loop)
-    return any(_first_word(n) == "wait" and len(n.text.split()) > 1 for n in after) and any(
-        _backgrounded(c.node) and c.node.end_byte <= loop.start_byte for c in shell.named("srun") if _top_level(c))
+    watched = _WATCHED.search(condition.text) if condition is not None else None
+    if watched is None:
+        return False
+    pid = re.compile(rb"\$\{?" + re.escape(watched.group(1)) + rb"\b")
+    return any(_first_word(n) == "wait" and pid.search(n.text) for n in _following(_statement(loop)))
 
 
 def _backgrounded(node) -> bool:
@@ -230,6 +259,8 @@ def _risks(script, sourced_shells=()):
         if (found := _loop_step(c)) is not None and not _ends_in_background(found[0])
         and not _ends_in_background(found[1]) and not helper_step(shell, c)
         and not (session and session_tool(shell, c))}
+    # a watch that never ends, or a monitor of work whose status the job keeps: no turn's status is the job's
+    looped = {key: found for key, found in looped.items() if not _endless(found[0]) and not _monitor_loop(found[1])}
     in_loops = [c for c in shell.named("srun") if id(c) in looped]
     for command in sruns + in_loops:
         element = command.node  # `srun ... 2>&1 | tee log`: the pipeline's element is the redirected statement
@@ -263,11 +294,9 @@ def _risks(script, sourced_shells=()):
         return  # `srun ...; exit_code=$?`: the author keeps the step's status and deals with it
     statement = _statement(main.node)
     step, _ = looped.get(id(main), (None, None))
-    if step is not None and (_loop_keeps_status(shell, statement) or _endless(statement)
-                             or _monitor_loop(shell, statement)):
+    if step is not None and _loop_keeps_status(shell, statement):
         return
-    if step is not None and any(step.end_byte <= c.node.start_byte and c.node.end_byte <= statement.end_byte
-                                and _program(c) in _WORK and not _probe(c)
+    if step is not None and any(_program(c) in _WORK and not _probe(c) and _turn_statement(c.node, step)
                                 for c in shell.commands if c.node is not None):
         return  # the turn's work runs after its srun in the body (`srun ./preprocess; python train.py`)
     if any(_program(c) in _WORK and _top_level(c) and c.node.start_byte > statement.end_byte
@@ -544,5 +573,5 @@ def _work_then_echo(shell):
     # `python build.py | tee out`: the pipeline's status is tee's too; set -e alone keeps nothing
     fix = "'set -eo pipefail'" if statement.type == "pipeline" or main.in_pipeline else "'set -e'"
     return (main.line, f"the job's status is that of line {line} ({_first_word(after[-1])}), not of this "
-                       f"{main.name.rsplit('/', 1)[-1]}: a failed run ends COMPLETED; add {fix} (or keep its status: "
+                       f"{_program(main)}: a failed run ends COMPLETED; add {fix} (or keep its status: "
                        "'status=$?' right after it, 'exit $status' at the end)")

@@ -19,7 +19,7 @@ import os
 import re
 from functools import lru_cache
 
-from validator.rules.base import GOOD_BATCH, bad_batch, is_batch_script, is_submitter
+from validator.rules.base import GOOD_BATCH, bad_batch, in_function, is_batch_script, is_submitter
 from validator.sbatch import no_time_limit
 ID = "launch-time-limit"
 SEVERITY = "error"
@@ -39,7 +39,7 @@ def check(target):
         return
     times = parsed.get("time")
     if not times and not target.strict and (_submitted_with_time(script.source.path, target.repo_root)
-                                            or _MLPERF_WALLTIME.search("\n".join(parsed.lines))):
+                                            or _requires_walltime(script)):
         return
     if not times:
         yield (script.display, 1, 1, "no #SBATCH --time: a hung job holds its nodes until the partition's limit")
@@ -53,7 +53,19 @@ def check(target):
 # sourced config_*.sh sets and the submission passes to sbatch: `sbatch -N $DGXNNODES -t $WALLTIME run.sub` in the
 # READMEs of mlcommons' training results since v0.7 and of the copies in rounds 435 and 448 (three findings judged
 # false), `-t <time_limit>` in mlcommons/training's primus README (round two's run.sub).
-_MLPERF_WALLTIME = re.compile(r"\$\{WALLTIME:=?\?")
+# bash aborts on `${WALLTIME:?msg}` or `${WALLTIME?msg}` when it is unset (bash(1), Parameter Expansion); the copies'
+# `${WALLTIME:=?msg}` assigns the text instead, but their READMEs still pass -t $WALLTIME
+_MLPERF_WALLTIME = re.compile(rb"\$\{WALLTIME:?=?\?")
+
+
+def _requires_walltime(script) -> bool:
+    """The batch shell itself expands WALLTIME with a check that it is set: not in a comment, a function, or text
+    written for another job (a here-document)."""
+    shell = script.shell
+    written = shell.text_lines() if shell is not None else set()
+    return shell is not None and any(
+        e.name == "WALLTIME" and e.node is not None and _MLPERF_WALLTIME.match(e.node.text)
+        and e.line not in written and not in_function(e.node) for e in shell.expansions)
 
 
 def _writes_jobs(script) -> bool:

@@ -15,12 +15,15 @@ sbatch itself and has no directive sbatch would read (round one hundred and nine
 ESPRESSO submitter whose functions write a job with `cat << EOF` and sbatch it, with stray #SBATCH lines
 between the functions): nobody submits it, so its #SBATCH lines are no job's header.
 Nor, in the default profile, an ignored line whose every option asks for what sbatch does without it, where no
-live directive sets that option or one it depends on (round four hundred and forty-eight: `#SBATCH -N 1` and
-`#SBATCH -n 1` after an early command, five judged false; the `-t`, `-p`, `-n 4` beside them true): one node
-(sbatch.1, -N: without it sbatch allocates "enough nodes to satisfy the requested resources as expressed by
-per-job specification options", and the default is one task), one task ("The default is one task per node", -n)
-on one node, one CPU a task (-c: "just try to allocate one processor per task"); sbatch.1 at slurm-22-05-0-1 and
-slurm-26-05-1-1.
+other directive of the header (live or ignored) asks for more of that option or of one its default depends on,
+and the script reads no variable that only the option sets (SLURM_NTASKS, SLURM_CPUS_PER_TASK: set_envs in
+src/sbatch/opt.c) (round four hundred and forty-eight: `#SBATCH -N 1` and `#SBATCH -n 1` after an early command,
+judged false; the `-t`, `-p`, `-n 4` beside them true): one node (sbatch.1, -N: without it sbatch allocates
+"enough nodes to satisfy the requested resources as expressed by per-job specification options", and the default
+is one task), one task ("The default is one task per node", -n) on one node, one CPU a task (-c: "just try to
+allocate one processor per task"); sbatch.1 at slurm-22-05-0-1 and slurm-26-05-1-1. A review with probes found
+the first form of this too wide (variables read, --nodelist, --gpus, -c and --threads-per-core beside it, an
+ignored -n 64 beside an ignored -N 1) and quadratic in the directives; both fixed.
 """
 import io
 import re
@@ -46,35 +49,57 @@ def check(target):
     if not target.strict and is_submitter(target.script):
         return  # a submitter run on the login node: it submits the jobs it writes, not itself
     work = None if target.strict else _first_work_line(target.script.shell)
+    elsewhere = _header_options(parsed) if not target.strict and parsed.ignored_directives else {}
+    read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for directive in parsed.ignored_directives:
         if directive.line in inside or (work is not None and work < directive.line):
             continue
-        if not target.strict and _asks_for_default(directive, parsed):
+        if not target.strict and _asks_for_default(directive, parsed, elsewhere, read):
             continue
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
                "move it above")
 
 
-# An option at its default value, and the live options that would change what that default is
-_DEFAULTS = {"nodes": ("1", {"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "ntasks-per-core",
-                             "ntasks-per-gpu", "gpus", "gpus-per-task", "nodelist", "mincpus"}),
-             "ntasks": ("1", {"ntasks", "nodes", "ntasks-per-node", "ntasks-per-socket", "ntasks-per-core",
-                              "ntasks-per-gpu", "gpus-per-task"}),
-             "cpus-per-task": ("1", {"cpus-per-task"})}
+# An option at its default value, the variable sbatch sets only when it is given (set_envs in src/sbatch/opt.c at
+# 22.05 and 26.05: SLURM_NTASKS/SLURM_NPROCS only with -n, SLURM_CPUS_PER_TASK only with -c), and the options
+# elsewhere in the header that change what that default is (sbatch.1: -n's default of one task per node changes
+# with --cpus-per-task; more than one node from --nodelist, --gpus or a task count; --threads-per-core multiplies)
+_SHAPE = frozenset({"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "ntasks-per-core", "ntasks-per-gpu",
+                    "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket", "cpus-per-task", "cpus-per-gpu",
+                    "nodelist", "mincpus", "threads-per-core", "sockets-per-node", "cores-per-socket",
+                    "extra-node-info"})
+_DEFAULTS = {"nodes": ("1", (), _SHAPE),
+             "ntasks": ("1", ("SLURM_NTASKS", "SLURM_NPROCS"), _SHAPE),
+             "cpus-per-task": ("1", ("SLURM_CPUS_PER_TASK",), frozenset({"cpus-per-task", "cpus-per-gpu"}))}
 
 
-def _asks_for_default(directive, parsed) -> bool:
-    """Every option of the ignored line sets what sbatch uses without it (_DEFAULTS), and no live directive sets
-    one that changes that default."""
+def _asks_for_default(directive, parsed, elsewhere: dict, read: frozenset) -> bool:
+    """Every option of the ignored line sets what sbatch uses without it (_DEFAULTS), no other directive of the
+    header (live or ignored: `-N 1` beside an ignored `-n 64`) sets one to more than its default, and the script
+    reads no variable that only the option sets. `elsewhere` counts each option's lines ({name: {line, ...}})."""
     options = parse_script("#!/bin/bash\n" + directive.text + "\n").options
-    live = {o.name for o in parsed.options}
     for option in options:
         default = _DEFAULTS.get(option.name or "")
         value = (option.value or "").strip("\"'")
-        if option.problem or default is None or as_int(value) != as_int(default[0]) or live & default[1]:
+        if option.problem or default is None or as_int(value) != as_int(default[0]) or read & set(default[1]):
+            return False
+        if any(lines - {directive.line} for name, lines in elsewhere.items() if name in default[2]):
             return False
     return bool(options)
+
+
+def _header_options(parsed) -> dict:
+    """{option name: {lines}} of the live directives and of the ignored ones that ask for more than a default
+    (`-N 1` beside `-n 1` changes nothing), read once per script."""
+    found: dict = {}
+    ignored = [(directive.line, option) for directive in parsed.ignored_directives
+               for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
+    for line, option in [(o.line, o) for o in parsed.options] + ignored:
+        default = _DEFAULTS.get(option.name or "")
+        if default is None or as_int((option.value or "").strip("\"'")) != as_int(default[0]):
+            found.setdefault(option.name, set()).add(line)
+    return found
 
 
 def _python_string_lines(text: str) -> set:
