@@ -15,8 +15,12 @@ and 425 among them; the repositories of rounds 419, 421 and 425 committed the lo
 Not reported where something before it may have defined the function: a `source` or `.` (also through `builtin` or
 `command`: ~/.bashrc, conda.sh, a site's setup file), an `eval` (`eval "$(conda shell.bash hook)"`), a `module load`
 of a Python, conda or framework module (NERSC's `python`, Princeton's `anaconda3`; also one named by a
-variable, or `module restore`), `conda init`, or a `conda`
+variable, or `module restore`), or a `conda`
 function of the script's own; for a `conda activate` inside a function, such a command anywhere in the script.
+`conda init` is no set-up (round four hundred and thirty-nine's judge; six findings on the read rounds since): it
+runs the conda executable, which writes the hook into ~/.bashrc and the other startup files ("Prepares the user's
+profile for running conda", conda/cli/main_init.py) that this shell never reads, and a child process cannot define
+a function in the shell that runs it; conda itself says to open a new shell.
 Nor in a login or interactive shell (`#!/bin/bash -l`, `-i`, `--login`), a script that re-runs itself in a login
 shell (`exec bash -l "$0"`), a function the script never calls or exports to its steps (`export -f f; srun bash
 -lc f`: the step's own shell), a step's or payload's shell (`srun bash -lc "conda activate ..."`), or where the
@@ -52,7 +56,6 @@ def _setup_lines(shell) -> list[int]:
     lines = [c.line for c in shell.named("source", ".", "eval")]
     lines += [c.line for c in shell.named("builtin", "command")
               if c.args and c.args[0].value in ("source", ".", "eval")]
-    lines += [c.line for c in shell.named("conda") if c.args and c.args[0].value == "init"]
     # a module named by a variable (`module load $PYMOD`) or a saved collection (`module restore env`) may be one
     lines += [c.line for c in shell.named("module", "ml")
               if any(a.value is None or a.value == "restore" or _SETUP_MODULE.search(a.value) for a in c.args)]
