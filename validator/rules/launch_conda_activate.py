@@ -17,6 +17,8 @@ Not reported where something before it may have defined the function: a `source`
 of a Python, conda or framework module (NERSC's `python`, Princeton's `anaconda3`; also one named by a
 variable, or `module restore`), or a `conda`
 function of the script's own; for a `conda activate` inside a function, such a command anywhere in the script.
+Nor where every program the environment provides (python, pip, torchrun, ...) runs after it by its full path inside
+that environment (`.../envs/NAME/bin/python3`): the failed activation changes nothing the job runs.
 `conda init` is no set-up (round four hundred and thirty-nine's judge; six findings on the read rounds since): it
 runs the conda executable, which writes the hook into ~/.bashrc and the other startup files ("Prepares the user's
 profile for running conda", conda/cli/main_init.py) that this shell never reads, and a child process cannot define
@@ -32,6 +34,7 @@ Holds for: every Slurm release (bash's and conda's behaviour, conda 4.6 and late
 import re
 
 from validator.rules.base import GOOD_BATCH, enclosing, exported_functions, function_definitions, is_batch_script
+from validator.rules.srun import step_program
 
 ID = "launch-conda-activate"
 SEVERITY = "error"
@@ -61,6 +64,29 @@ def _setup_lines(shell) -> list[int]:
               if any(a.value is None or a.value == "restore" or _SETUP_MODULE.search(a.value) for a in c.args)]
     lines += [node.start_point[0] + 1 for name, node in function_definitions(shell) if name == "conda"]
     return lines
+
+
+# programs an environment provides, which a failed activate leaves to PATH
+_ENV_PROGRAMS = re.compile(r"python[0-9.]*|pip[0-9.]*|torchrun|accelerate|deepspeed|jupyter|ipython")
+
+
+def _env_programs_by_path(shell, activate) -> bool:
+    """After the activate, every program the environment provides runs by its full path inside that environment
+    (`/project2/miniconda3/envs/tsLib/bin/python3.8 -u run.py`, also as a step's program), and one does: the
+    failed activation changes nothing the job runs (round four hundred and thirteen: four such jobs judged false)."""
+    names = [a.value for a in activate.args[1:] if a.value and not a.value.startswith("-")]
+    if not names:
+        return False
+    inside = f"/envs/{names[0].rstrip('/').rsplit('/', 1)[-1]}/bin/"
+    runs = []
+    for command in shell.commands:
+        if command.line <= activate.line:
+            continue
+        word = step_program(command, shell) if command.name == "srun" else None
+        path = (word.value or word.raw) if word is not None else command.name
+        if _ENV_PROGRAMS.fullmatch(path.strip("\"'").rsplit("/", 1)[-1]):
+            runs.append(path)
+    return bool(runs) and all(inside in path for path in runs)
 
 
 def _own_statement(command) -> bool:
@@ -119,7 +145,7 @@ def check(target):
                 continue  # set up somewhere first, never run by this shell, or run by a step's own shell
         elif first_setup is not None and first_setup < command.line:
             continue
-        if _falls_back(command.node):
+        if _falls_back(command.node) or _env_programs_by_path(shell, command):
             continue
         yield (script.display, command.line, command.col,
                "conda activate in a batch shell that never loaded conda's shell hook (bash reads no ~/.bashrc "
