@@ -421,14 +421,22 @@ def _misspelt_magic(line: str) -> str | None:
     word = found.group(1).upper() if found else ""
     if not word or "SBATCH" in word:
         return None  # `#XSBATCH`, `#SBATCHX`: a letter put before or after on purpose, as `##SBATCH` is
-    if len(word) == 6:
-        diff = [i for i in range(6) if word[i] != "SBATCH"[i]]
-        near = len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                                  and word[diff[0]] == "SBATCH"[diff[1]] and word[diff[1]] == "SBATCH"[diff[0]])
-    else:
-        short, long_ = sorted((word, "SBATCH"), key=len)
-        near = any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
-    return found.group(1) if near else None
+    return found.group(1) if one_edit(word, "SBATCH") else None
+
+
+def one_edit(a: str, b: str) -> bool:
+    """One letter added, dropped or changed, or two neighbours swapped (a misspelt directive's magic word here,
+    a misspelt variable in launch-unset-variable). Two names that share a key of that rule's index may be two edits
+    apart (DO_SPLIT and ID_SPLIT each drop to D_SPLIT: round one hundred and seventeen's pipeline switch against a
+    job id)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    if len(a) != len(b):
+        short, long_ = sorted((a, b), key=len)
+        return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                              and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
 
 
 # `#   sbatch --nodes=N run.sh`: a usage example in a comment (the command, lowercase, after a space)

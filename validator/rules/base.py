@@ -596,6 +596,19 @@ def _heredoc_redirect(command):
 _PLAIN_HEREDOC = frozenset({"<<", "heredoc_start", "heredoc_body", "heredoc_end", "file_redirect"})
 
 
+# A folder in a variable glued to a program's name: `"${CONDA_BIN_PATH}python" -m ...` (round four hundred and
+# thirty-seven), `"$BIN"python`, `${BIN:-/opt/conda/bin/}python`, `${BIN:-"/opt/bin/"}python`,
+# `"${BIN:-${CONDA_PREFIX}/bin/}"python`
+_FOLDER_VARIABLE = re.compile(r'^(?:"\$\w+"|"?\$\{(?:[^{}]|\{[^{}]*\})*\}"?)')
+
+
+def program_base_name(text: str) -> str:
+    """The base name of the program a command word names: the last part of its path, also after a folder held in a
+    variable (`"${CONDA_BIN_PATH}python"` is python, `${BIN}ray` is ray); the word itself when nothing is left."""
+    name = _FOLDER_VARIABLE.sub("", text).strip('"').rsplit("/", 1)[-1]
+    return name or text.rsplit("/", 1)[-1]
+
+
 def heredoc_code(command) -> str | None:
     """The text a heredoc hands to a command's stdin as written (`python - <<'PY'`): only for one plain `<<`
     heredoc (not `<<-`, whose tabs bash strips, nor one on another descriptor, `3<<'PY'`) with no other input

@@ -21,8 +21,9 @@ Nor where every program the environment provides (python, pip, torchrun, ...) ru
 that environment (`.../envs/NAME/bin/python3`): the failed activation changes nothing the job runs.
 `conda init` is no set-up (round four hundred and thirty-nine's judge; six findings on the read rounds since): it
 runs the conda executable, which writes the hook into ~/.bashrc and the other startup files ("Prepares the user's
-profile for running conda", conda/cli/main_init.py) that this shell never reads, and a child process cannot define
-a function in the shell that runs it; conda itself says to open a new shell.
+profile for running conda"; "IMPORTANT: After running `conda init`, most shells will need to be closed and
+restarted for changes to take effect": conda/cli/main_init.py at conda/conda f3231d9) that this shell never reads,
+and a child process cannot define a function in the shell that runs it.
 Nor in a login or interactive shell (`#!/bin/bash -l`, `-i`, `--login`), a script that re-runs itself in a login
 shell (`exec bash -l "$0"`), a function the script never calls or exports to its steps (`export -f f; srun bash
 -lc f`: the step's own shell), a step's or payload's shell (`srun bash -lc "conda activate ..."`), or where the

@@ -8,11 +8,12 @@ src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1; sr
 SLURM_KILL_ON_BAD_EXIT, which does nothing and is reported. Tasks of a distributed program then
 block in their next collective, holding every node of the step, until their program's own timeout ends
 them or, where it has none, until the time limit. PyTorch's NCCL process group aborts a rank whose
-collective waited longer than the group's timeout: 10 minutes by default since PyTorch 2.2
-(kProcessGroupNCCLDefaultTimeout in torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp; pytorch#110947 and
-#113094 made it the default of init_process_group too; 30 minutes before), the process torn down
-(TORCH_NCCL_ASYNC_ERROR_HANDLING defaults to 3, SkipCleanUp: pytorch#110723), and often set longer by the
-program (Megatron's --distributed-timeout-minutes, accelerate's ddp_timeout of 1800 s). MPI ranks,
+collective waited longer than the group's timeout: 10 minutes by default (kProcessGroupNCCLDefaultTimeout in
+torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp of torch 2.13.0, as installed here; set so by pytorch#110947 and,
+for init_process_group, #113094, both landed in October-November 2023, after 2.1's release; 30 minutes before),
+the process torn down (`getCvarInt(TORCH_NCCL_ASYNC_ERROR_HANDLING, 3 /*SkipCleanUp*/)` in ProcessGroupNCCL.cpp:
+pytorch#110723), and often set longer by the program (Megatron's --distributed-timeout-minutes, accelerate's
+ddp_timeout of 1800 s). MPI ranks,
 nccl-tests and a rank blocked outside a collective have no such timeout. -K ends the step when the first
 task fails. The message names both ends (rounds 434, 436 and 437: judges found "until the time limit"
 false for torchtitan, Megatron and accelerate steps, whose survivors abort within minutes).
@@ -50,6 +51,7 @@ import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
+                                  program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
                                   interactive_server, payload_text, requested_gpus_per_node, shell_payload,
@@ -316,7 +318,10 @@ def _program_name(shell, program) -> str:
     if program.value is not None:
         return program.value.rsplit("/", 1)[-1]
     names = {value.rsplit("/", 1)[-1] for value in program_values(shell, program.raw)}
-    return names.pop() if len(names) == 1 else ""
+    if len(names) == 1 and "" not in names:
+        return names.pop()
+    glued = program_base_name(program.raw)  # `${CONDA_BIN_PATH}ray`: a folder variable glued to the name
+    return glued if glued != program.raw.rsplit("/", 1)[-1] and re.fullmatch(r"[\w.+-]+", glued) else ""
 
 
 _RAY = re.compile(r"(?<![\w.-])ray\s+(start|symmetric-run)\b")

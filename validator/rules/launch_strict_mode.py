@@ -50,7 +50,8 @@ import ast
 import re
 
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, heredoc_code,
-                                  is_batch_script, set_effect, sourced, top_level_statement, traps_err)
+                                  is_batch_script, program_base_name, set_effect, sourced, top_level_statement,
+                                  traps_err)
 from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
                                                      session_tool)
 ID = "launch-strict-mode"
@@ -129,15 +130,9 @@ def _loop_keeps_status(shell, loop) -> bool:
                and c.name in ("break", "continue", "return", "exit") for c in shell.commands)
 
 
-# a folder in a variable glued to the program's name: `"${CONDA_BIN_PATH}python" -m ...` (round four hundred and
-# thirty-seven: the work after a `ray stop` clean-up step, taken for no work), `"$BIN"python`, `${BIN:-/opt/}python`
-# "${BIN}", "$BIN", ${BIN:-/opt/conda/bin/}, ${BIN:-"/opt/bin/"}, "${BIN:-${CONDA_PREFIX}/bin/}"
-_FOLDER_VARIABLE = re.compile(r'^(?:"\$\w+"|"?\$\{(?:[^{}]|\{[^{}]*\})*\}"?)')
-
-
 def _program(command) -> str:
-    """The program a command runs by its name: the last part of its path, after a folder held in a variable."""
-    return _FOLDER_VARIABLE.sub("", command.name).strip('"').rsplit("/", 1)[-1]
+    """The program a command runs by its name (program_base_name: also after a folder held in a variable)."""
+    return program_base_name(command.name)
 
 
 _FOREVER = re.compile(rb"(?:true|:|\[\[? +1 +\]\]?|\(\( *1 *\)\)|sleep +\S+)")

@@ -37,7 +37,7 @@ import re
 from functools import lru_cache
 
 from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, is_submitter, set_names, sourced
-from validator.sbatch import DATA
+from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
 SEVERITY = "error"
@@ -129,22 +129,8 @@ def _one_deletion(name: str):
 
 def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
     candidates = sorted(found for found in {found for key in _one_deletion(name) for found in index.get(key, ())}
-                        if _one_edit(name, found))
+                        if one_edit(name, found))
     return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """One letter added, dropped or changed, or two neighbours swapped. Two names that share a key of
-    the index may be two edits apart (DO_SPLIT and ID_SPLIT each drop to D_SPLIT: round one hundred
-    and seventeen's pipeline switch against a job id)."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return a == b
-    if len(a) != len(b):
-        short, long_ = sorted((a, b), key=len)
-        return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
-    diff = [i for i in range(len(a)) if a[i] != b[i]]
-    return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
-                              and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
 
 
 # In a heterogeneous job slurmctld also sets every component's value as NAME_HET_GROUP_<n>
