@@ -446,6 +446,35 @@ def whole_nodes(target) -> bool:
             and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
 
 
+def asks_gpus(parsed) -> bool:
+    """The job asks GPUs in any form: --gpus, --gpus-per-node, --gpus-per-task, --ntasks-per-gpu or a gpu item of
+    --gres (a --gpus total over several nodes has no per-node count, but it is a GPU request)."""
+    if parsed.get("gpus") or parsed.get("gpus-per-node") or parsed.get("gpus-per-task") or parsed.get("ntasks-per-gpu"):
+        return True
+    return any(item.split(":")[0].split("/")[-1] == "gpu" for option in parsed.get("gres")
+               for item in (option.value or "").split(","))
+
+
+def unasked_gpu_launcher(script) -> bool:
+    """The job asks no GPU at all (no directive, no srun of its own asks one) and yet a launcher starts two or
+    more processes a node (a literal torchrun --nproc-per-node of 2 or more): the GPU count is the node's, on a
+    site that hands out GPUs with whole nodes and schedules none of them as a generic resource (round 421:
+    TACC's Lonestar6 gpu-a100 nodes, three A100s each, `--nproc_per_node=3` and no --gres; six findings judged
+    false). Where GPUs are a generic resource, a job that asks none gets none in its steps (the GPU plugin
+    unsets CUDA_VISIBLE_DEVICES and SLURM_GPUS_ON_NODE where a step holds no GPU: gres_common_gpu_set_env in
+    src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1) and, with cgroup's
+    ConstrainDevices, cannot open one: such a job fails on its first CUDA call whatever its port, so the
+    script is most likely written for the first kind of site. A heuristic: the site is not in the script."""
+    parsed = script.parsed
+    if asks_gpus(parsed) or any(step_gpus_per_node(srun) is not None for srun, _ in launcher_steps(script.shell)):
+        return False
+    for command in launcher_commands(script.shell):
+        word = command.option("--nproc-per-node", "--nproc_per_node")
+        if word is not None and (as_int(word.value) or 0) >= 2:
+            return True
+    return False
+
+
 def maybe_whole_nodes(target) -> bool:
     """Four or more GPUs of a node whose size no manifest gives: on the many 4- and 6-GPU nodes
     (Perlmutter, Leonardo Booster, JUWELS Booster, Polaris, Alps' and Isambard-AI's GH200 nodes,

@@ -18,8 +18,11 @@ a literal equal to an even split of the job's --gpus total over its --nodes (--g
 --nproc-per-node=4: the author's statement of the nodes' size, round one hundred and twenty-six), or
 to the whole --gpus total of a job without --nodes whose launcher says it runs on one node (`-G 2` and
 `torchrun --standalone --nproc_per_node=2`, round three hundred and fifty-seven);
-a literal 1 in a job that asks no GPU count at all (round 111: one evaluation process; SLURM_GPUS_ON_NODE
-is then unset, set only by the GPU plugin for a step with GPUs, so the proposed fix would read nothing);
+a literal in a job that asks no GPU at all (round 111: one evaluation process; round 421: `--nproc_per_node=3` on
+TACC's Lonestar6, whose gpu-a100 nodes come whole with their three A100s and no --gres): SLURM_GPUS_ON_NODE is
+then unset in every step (gres_common_gpu_set_env: `unsetenvp(..., "SLURM_GPUS_ON_NODE")` where the step holds no
+GPU, src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1), so the proposed fix would
+read nothing; the count is the author's statement of the node's GPUs;
 a literal equal to the number of devices the launcher's own prefix assignment makes visible
 (`CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4` beside a vLLM server on GPUs 4-7 of an
 8-GPU node, round one hundred and thirty-four): the CUDA runtime enumerates only the devices that
@@ -30,7 +33,8 @@ SLURM_GPUS_ON_NODE (the node's count) would be the wrong one.
 """
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, exclusive_nodes, launcher_commands, launcher_steps,
+from validator.rules.base import (GOOD_BATCH, as_int, asks_gpus, bad_batch, exclusive_nodes, launcher_commands,
+                                  launcher_steps,
                                   non_ascii_number, requested_gpus_per_node, step_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
@@ -87,15 +91,6 @@ def _other_accelerators(parsed) -> set:
     return counts
 
 
-def _asks_gpus(parsed) -> bool:
-    """The job asks GPUs in any form: --gpus, --gpus-per-node, --gpus-per-task or a gpu item of --gres
-    (a --gpus total over several nodes has no per-node count, but it is a GPU request)."""
-    if parsed.get("gpus") or parsed.get("gpus-per-node") or parsed.get("gpus-per-task"):
-        return True
-    return any(item.split(":")[0].split("/")[-1] == "gpu" for option in parsed.get("gres")
-               for item in (option.value or "").split(","))
-
-
 def _even_share(parsed):
     """The GPUs a node gets when the job's --gpus total splits evenly over its --nodes (--gpus=a100:8
     --nodes=2: 4), else None. Slurm places a job total where the GPUs are, so the split is the author's
@@ -150,6 +145,25 @@ def _made_visible(command) -> int | None:
     return None
 
 
+_ONE_NAME = re.compile(r"\"?\$\{?(\w+)\}?\"?")
+
+
+def _shown(word, literal: int) -> str:
+    """The count as written, and the script's own number behind a variable (`$SLURM_GPUS_PER_NODE` (4))."""
+    return word.value if word.value is not None else f"{word.raw} ({literal})"
+
+
+def _own_numbers(shell, line: int) -> dict:
+    """Slurm's names the script itself sets to a number before `line` (`SLURM_GPUS_PER_NODE=8` in the batch shell
+    of round one's and round 452's uccl-ep benchmark): the launcher reads the author's number, not Slurm's
+    variable, so nothing is unset or typed there; the number is then judged as a literal is."""
+    found = {}
+    for a in sorted(shell.assignments, key=lambda a: a.line):
+        if a.line < line and a.name in WRONG:
+            found[a.name] = as_int(a.value)
+    return {name: number for name, number in found.items() if number is not None}
+
+
 def check(target):
     parsed = target.script.parsed
     requested = requested_gpus_per_node(parsed)
@@ -168,8 +182,9 @@ def check(target):
         word = command.option("--nproc-per-node", "--nproc_per_node")
         if word is None:
             continue
+        own = _own_numbers(target.script.shell, word.line)
         for name, why in wrong.items():
-            if _default_is_the_request(word.raw, name, requested) and not parsed.get("gpus-per-node"):
+            if _default_is_the_request(word.raw, name, requested) and not parsed.get("gpus-per-node") or name in own:
                 continue
             if name not in skip and f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
@@ -178,13 +193,16 @@ def check(target):
         if odd:
             yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
+        named = _ONE_NAME.fullmatch(word.raw)
+        if literal is None and named is not None and named.group(1) in own:
+            literal = own[named.group(1)]  # SLURM_GPUS_PER_NODE=8 then --nproc_per_node=$SLURM_GPUS_PER_NODE
         if literal is not None and requested is None and literal in _other_accelerators(parsed):
             continue  # --gres=dcu:4 and --nproc-per-node=4: the job's own count of a device that is no 'gpu'
         if literal is not None and requested == 0 and per_step.get((command.line, command.col)) is None:
             continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
-        if literal == 1 and requested is None and per_step.get((command.line, command.col)) is None \
-                and not _asks_gpus(parsed):
-            continue  # one process in a job that asks no GPU at all: no count for it to disagree with
+        if literal is not None and requested is None and per_step.get((command.line, command.col)) is None \
+                and not asks_gpus(parsed):
+            continue  # a job that asks no GPU at all: SLURM_GPUS_ON_NODE is unset in its steps, no count to read
         if literal is not None and literal == _made_visible(command) and (requested is None or literal <= requested):
             continue  # CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4: the devices it sees
         if literal is not None and requested is None and literal == _even_share(parsed):
@@ -193,4 +211,4 @@ def check(target):
             continue  # -G 2 and `torchrun --standalone --nproc_per_node=2`: one node by the launcher's own word
         if literal is not None and literal != per_step.get((command.line, command.col), requested) and not whole_nodes:
             yield (target.script.display, word.line, word.col,
-                   f"--nproc-per-node={word.value} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")
+                   f"--nproc-per-node={_shown(word, literal)} is hard-coded; read SLURM_GPUS_ON_NODE inside the step")

@@ -14,7 +14,9 @@ job takes 128 or more CPUs of the node (round sixty-three: --gres=gpu:2 --cpus-p
 room for another job, but on the many 4- and 6-GPU nodes (Perlmutter, Leonardo Booster, JUWELS
 Booster, Polaris, GH200 nodes, Summit) 4 or more GPUs are the whole node: with no manifest to say the
 node's size, a fixed port there is reported by the strict profile only. --mem=0 takes all the
-memory of each node: no job fits beside it either.
+memory of each node: no job fits beside it either. A job that asks no GPU yet starts several processes a node
+(torchrun --nproc-per-node=3, no --gres) is written for a site that hands out GPUs with whole nodes
+(base.unasked_gpu_launcher; round 421's TACC Lonestar6 jobs: three port findings judged false): strict only.
 A port that is not ASCII digits ('²') is no port at all (int() refuses it) and is
 reported on any job; so is one below 1024 or above 65535.
 A port from 32768 to 60999 lies in the range Linux hands out to outgoing connections (ip_local_port_range,
@@ -42,7 +44,8 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, as_int, bad_batch, enclosing_command,
                                   enclosing_command_name, gres_gpus, is_decimal, launcher_commands, maybe_whole_nodes,
-                                  non_ascii_number, read_beyond_parse, srun_option, whole_nodes)
+                                  non_ascii_number, read_beyond_parse, srun_option, unasked_gpu_launcher,
+                                  whole_nodes)
 from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
 
 ID = "launch-master-port"
@@ -87,7 +90,7 @@ def _kept(message: str, whole: bool, strict: bool) -> bool:
 
 def check(target):
     script = target.script
-    whole = whole_nodes(target) or not target.strict and maybe_whole_nodes(target)
+    whole = whole_nodes(target) or not target.strict and (maybe_whole_nodes(target) or unasked_gpu_launcher(script))
     found = [f for f in _findings(script, exported_ignored=not target.strict and _one_process(script))
              if _kept(f[3], whole, target.strict)]
     reported = {line for _, line, _, _ in found}
