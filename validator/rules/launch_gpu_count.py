@@ -22,7 +22,8 @@ a literal in a job that asks no GPU at all (round 111: one evaluation process; r
 TACC's Lonestar6, whose gpu-a100 nodes come whole with their three A100s and no --gres): SLURM_GPUS_ON_NODE is
 then unset in every step (gres_common_gpu_set_env: `unsetenvp(..., "SLURM_GPUS_ON_NODE")` where the step holds no
 GPU, src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1), so the proposed fix would
-read nothing; the count is the author's statement of the node's GPUs;
+read nothing; the count is the author's statement of the node's GPUs (a count above 1 there is reported by the
+strict profile, whose scripts should ask for their GPUs and read the step's count);
 a literal equal to the number of devices the launcher's own prefix assignment makes visible
 (`CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4` beside a vLLM server on GPUs 4-7 of an
 8-GPU node, round one hundred and thirty-four): the CUDA runtime enumerates only the devices that
@@ -201,7 +202,7 @@ def check(target):
         if literal is not None and requested == 0 and per_step.get((command.line, command.col)) is None:
             continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
         if literal is not None and requested is None and per_step.get((command.line, command.col)) is None \
-                and not asks_gpus(parsed):
+                and not asks_gpus(parsed) and (literal == 1 or not target.strict):
             continue  # a job that asks no GPU at all: SLURM_GPUS_ON_NODE is unset in its steps, no count to read
         if literal is not None and literal == _made_visible(command) and (requested is None or literal <= requested):
             continue  # CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4: the devices it sees
