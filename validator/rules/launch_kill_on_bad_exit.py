@@ -40,7 +40,9 @@ mpirun as the step's program: each task starts its own MPI world, which mpirun a
 rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
 print(torch.cuda.current_device())"`: no torch.distributed; modules it only imports join nothing), nor
 one a comment cut short inside its backslash continuation (the step runs without its image or program
-and fails at once).
+and fails at once), nor `srun singularity exec` with no image (every task stops with a usage error), nor, in a
+file that shows no sign of a distributed program, one whose program is told to cut its work into as many shares
+as the step has tasks (`--nsplits 10` on 10 tasks, `--num_shards $SLURM_NTASKS`: each task takes its own).
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
@@ -865,6 +867,44 @@ def _cut_by_comment(shell, command, lines) -> bool:
     return found is not None and found[0] is None  # exec/run with its options only: no image
 
 
+def _runtime_without_image(shell, command) -> bool:
+    """`srun singularity exec` (or apptainer's, exec or run) with no image after its options: every task stops at
+    once with the runtime's usage error, nothing is left waiting. Round 450's Kempner example: a line ending
+    `srun singularity exec ` without its backslash, whose image and program run as the next command."""
+    program = step_program(command, shell)
+    if program is None or _program_name(shell, program) not in ("singularity", "apptainer"):
+        return False
+    found = _container_words(command, program)
+    return found is not None and found[0] is None
+
+
+# An option that tells a program how many shares the work is cut into: --nsplits, --num_shards, --n-chunks
+_SHARE_COUNT = re.compile(r"(?i)^--?(n|num)[_-]?(splits?|shards?|chunks?|parts?|partitions?|slices?)$")
+
+
+def _shares_by_task(shell, parsed, command, own) -> bool:
+    """The program is told to cut the work into as many shares as the step has tasks (`srun python
+    build_parent_sample.py ... --nsplits 10` in a job of 5 nodes x 2 tasks, round 450; `--num_shards $SLURM_NTASKS`):
+    each task takes its own share by its task id and ends alone, as with `--shard=$SLURM_PROCID` (_own_shard).
+    Only in a job whose file shows no sign of a distributed program (the caller asks): a training may shard its
+    data by rank and still meet the others in every step."""
+    program = step_program(command, shell)
+    if program is None:
+        return False
+    words = program_words(command, program)
+    asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
+    count = srun_option(shell, own, "--ntasks", "-n")
+    tasks = as_int(count.value) if count is not None else _job_tasks(asked)
+    for at, word in enumerate(words):
+        name, equals, value = (word.value or word.raw).partition("=")
+        if not _SHARE_COUNT.match(name):
+            continue
+        raw = value if equals else (words[at + 1].raw if at + 1 < len(words) else "")
+        if _JOB_TASKS.match(raw) or tasks is not None and as_int(raw.strip("\"'")) == tasks:
+            return True
+    return False
+
+
 def check(target):
     shell = target.script.shell
     lines = target.script.parsed.lines
@@ -885,10 +925,11 @@ def check(target):
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \
                 or _templated_program(command) or _templated_count(shell, target.script.parsed, own) \
-                or _cut_by_comment(shell, command, lines) \
+                or _cut_by_comment(shell, command, lines) or _runtime_without_image(shell, command) \
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
-                or (not target.strict and not hinted and _opaque_script(shell, command)):
+                or (not target.strict and not hinted and _opaque_script(shell, command)) \
+                or not hinted and _shares_by_task(shell, target.script.parsed, command, own):
             continue
         yield (target.script.display, command.line, command.col,
                _MESSAGE)
