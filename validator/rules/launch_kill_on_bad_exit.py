@@ -42,7 +42,8 @@ print(torch.cuda.current_device())"`: no torch.distributed; modules it only impo
 one a comment cut short inside its backslash continuation (the step runs without its image or program
 and fails at once), nor `srun singularity exec` with no image (every task stops with a usage error), nor, in a
 file that shows no sign of a distributed program, one whose program is told to cut its work into as many shares
-as the step has tasks (`--nsplits 10` on 10 tasks, `--num_shards $SLURM_NTASKS`: each task takes its own).
+as the step has tasks (`--nsplits 10` on 10 tasks, `--num_shards $SLURM_NTASKS`: each task takes its own) or
+that runs a hello-world program (hello.py: each task prints and ends).
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
@@ -905,6 +906,26 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
     return False
 
 
+# A hello-world program by its name (hello.py, hello_world, hello-world.sh): each task prints and ends
+_HELLO = re.compile(r"(?i)^hello([-_.]|$)")
+
+
+def _hello_program(shell, command) -> bool:
+    """`srun -N 2 python3 hello.py` (round 436's HyperPod samples) in a file that shows no sign of MPI or a
+    distributed program (the caller asks): each task prints its greeting and ends; no task waits for another. An
+    MPI hello world (`srun ./hello_world_mpi` after `module load openmpi`) shows its sign and stays reported."""
+    program = step_program(command, shell)
+    if program is None:
+        return False
+    name = _program_name(shell, program)
+    word = program
+    if name.startswith("python"):
+        rest = [w for w in program_words(command, program) if not (w.value or w.raw).startswith("-")]
+        word = rest[0] if rest else None
+    text = (word.value or word.raw).strip("\"'") if word is not None else ""
+    return _HELLO.match(text.rsplit("/", 1)[-1]) is not None
+
+
 def check(target):
     shell = target.script.shell
     lines = target.script.parsed.lines
@@ -929,7 +950,8 @@ def check(target):
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
-                or not hinted and _shares_by_task(shell, target.script.parsed, command, own):
+                or not hinted and (_shares_by_task(shell, target.script.parsed, command, own)
+                                   or _hello_program(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,
                _MESSAGE)
