@@ -455,6 +455,16 @@ _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home",
                           "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
 
 
+# Package managers' subcommands that set up software on each node (round 457's cloud-lab playbooks: `srun -N 4 -n 4
+# spack install ...`, four separate installs that share only spack's file locks), as pip and apt are in _PER_NODE;
+# not their subcommands that run a program (`conda run`, `uv run`, `spack python`)
+_ENV_SUBCOMMANDS = frozenset({"install", "create", "env", "clean", "update", "remove", "list", "info", "config"})
+_PACKAGE_SUBCOMMANDS = {"spack": frozenset({"install", "load", "env", "mirror", "buildcache", "compiler", "find",
+                                            "clean", "config", "external", "concretize", "fetch", "stage"}),
+                        "conda": _ENV_SUBCOMMANDS, "mamba": _ENV_SUBCOMMANDS, "micromamba": _ENV_SUBCOMMANDS,
+                        "uv": frozenset({"pip", "sync", "venv", "lock"})}
+
+
 def _runs_ray(command) -> bool:
     """Ray's head or workers (`ray start`, `ray symmetric-run`), as words or in a `bash -c` string."""
     return bool(_RAY.search(" ".join(a.raw for a in command.args)))
@@ -473,6 +483,9 @@ def helper_step(shell, command) -> bool:
         return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
     if name in _PER_NODE or _NODE_TOOL.match(name) or (program is not None and _helper_script(program.raw)):
         return True
+    if name in _PACKAGE_SUBCOMMANDS:  # `srun -N 4 -n 4 spack install ...`: each node installs on its own
+        rest = [a.value for a in program_words(command, program) if a.value and a.value[:1] != "-"]
+        return bool(rest) and rest[0] in _PACKAGE_SUBCOMMANDS[name]
     if name == "ray":  # `srun ... ray stop` on each node before the cluster starts: Ray's per-node CLI (_RAY_LOCAL)
         rest = [a.value for a in program_words(command, program) if a.value and a.value[:1] != "-"]
         return bool(rest) and rest[0] in ("stop", "status")

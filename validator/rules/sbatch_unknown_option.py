@@ -9,7 +9,8 @@ slurm-26-05-3-1), and the site's sbatch accepts them. In a script nobody here wr
 profile) an unknown option is reported where it is close to a known one (a typo: --jobname for
 --job-name) or an option no longer in the release (--share); one that resembles nothing of Slurm's
 (--rsc, a university's own resource option) is a site plugin's and is reported only by the strict
-profile, where a script declares its plugins.
+profile, where a script declares its plugins. So is a near-miss (--ear-verbose, close to --verbose) whose first
+word is that of such an option in the same script (--ear=on, --ear-policy: EAR's SPANK plugin, round 459).
 """
 import difflib
 
@@ -37,11 +38,27 @@ def _site_option(option) -> bool:
     return not difflib.get_close_matches(name, names, n=1, cutoff=0.75)
 
 
+def _name(option) -> str:
+    return option.written[2:].split("=", 1)[0] if option.written.startswith("--") else ""
+
+
+def _family(name: str) -> str:
+    """A plugin's options share their first word (`--ear`, `--ear-policy`, `--ear-verbose`: EAR's SPANK plugin)."""
+    return name.split("-", 1)[0]
+
+
 def check(target):
     if target.strict:
         yield from _everywhere(target)
         return
+    found = []
     for finding in _everywhere(target):
         option = next((o for o in target.script.parsed.options if o.line == finding[1] and o.col == finding[2]), None)
-        if option is None or not _site_option(option):
+        found.append((finding, option))
+    # a near-miss of Slurm's own name (`--ear-verbose`, close to --verbose) beside a site option of its family
+    # (`--ear=on`, `--ear-policy=monitoring`) is that plugin's option too (round 459's EAR jobs)
+    families = {_family(_name(o)) for _, o in found if o is not None and _site_option(o)}
+    for finding, option in found:
+        if option is None or not _site_option(option) and not (_name(option) and _family(_name(option)) in families
+                                                                 and _name(option) not in REMOVED_OPTIONS):
             yield finding
