@@ -412,16 +412,28 @@ _LOOKALIKE = re.compile(r"^\s*#\s*sbatch(?:(?:\s+[-\u2013\u2014]{1,2}|--|[\u2013
                         r"|-[A-Za-z](?![A-Za-z]))", re.IGNORECASE)
 # `#SBACTH -A proj`, `#SBTACH --gres=gpu:1` (rounds 435 and 437: seen unreported twice): the magic word misspelt
 # by one edit (two letters swapped, one changed, added or dropped) and then an option, at the line's start
-_MISSPELT = re.compile(r"#([A-Za-z]{5,7})\s+-{1,2}[A-Za-z]")
+_MISSPELT = re.compile(r"#([A-Za-z]{5,7})\s+(-{1,2})([A-Za-z][\w-]*)")
+
+
+@lru_cache(maxsize=1)
+def _sbatch_names() -> tuple[frozenset, tuple]:
+    """sbatch's short option letters and long option names, of every release the table holds."""
+    table = option_table()["options"]
+    return frozenset(info["short"] for info in table.values() if info["short"]), tuple(table)
 
 
 def _misspelt_magic(line: str) -> str | None:
-    """The misspelt word of `#SBACTH -A x` (one edit from SBATCH, in any case), else None."""
+    """The misspelt word of `#SBACTH -A x` (one edit from SBATCH, in any case) followed by one of sbatch's options,
+    else None. Another program's option after the word is another tool's directive: `#YBATCH -r node_q` is the
+    directive of a lab's ybatch wrapper beside its #SBATCH lines (round 461), and -r is no sbatch option."""
     found = _MISSPELT.match(line)
     word = found.group(1).upper() if found else ""
     if not word or "SBATCH" in word:
         return None  # `#XSBATCH`, `#SBATCHX`: a letter put before or after on purpose, as `##SBATCH` is
-    return found.group(1) if one_edit(word, "SBATCH") else None
+    shorts, longs = _sbatch_names()
+    name = found.group(3)
+    option = name[0] in shorts if found.group(2) == "-" else any(long.startswith(name) for long in longs)
+    return found.group(1) if option and one_edit(word, "SBATCH") else None
 
 
 def one_edit(a: str, b: str) -> bool:

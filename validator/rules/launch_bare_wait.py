@@ -296,6 +296,28 @@ def _arms(statement) -> list[tuple[int, int]]:
     return arms
 
 
+def _body_waits(shell) -> dict:
+    """id of a loop node -> start bytes of the bare waits that are statements of its own body (they run on every turn
+    the body runs to its end)."""
+    found: dict = {}
+    for command in shell.named("wait"):
+        parent = command.node.parent if command.node is not None and not command.args else None
+        if parent is not None and parent.type == "do_group" and parent.parent is not None:
+            found.setdefault(parent.parent.id, []).append(command.node.start_byte)
+    return found
+
+
+def _collected_later_in_body(loop, at: int, starts: list[int], body_waits: dict) -> bool:
+    """In a loop, the work that reaches a wait on the next turn is the work started after it in the body; where a bare
+    wait of the body's own statements comes after the last of that work, it collects all of it first (round 461's
+    pltn_compare sweeps: `wait` after a foreground batch, `... &` in an inner loop, then a second `wait` in the body:
+    the first one has nothing left to collect). Work started before the wait on the same turn is counted apart."""
+    last_start = bisect.bisect_left(starts, loop.end_byte) - 1
+    if last_start < 0 or starts[last_start] < at:
+        return False  # no work after the wait in the body: the earlier work is what reaches it (counted apart)
+    return any(starts[last_start] < wait < loop.end_byte for wait in body_waits.get(loop.id, ()))
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
@@ -310,6 +332,7 @@ def check(target):
     first = min(c.node.start_byte for c in background)
     starts = _starts(shell, background)
     previous = -1  # the last bare wait that surely ran: it collected what started before it
+    body_waits = _body_waits(shell)
     arms: dict = {}  # the arms of each if/case statement, found once
     for command in shell.named("wait"):
         if command.args:
@@ -328,7 +351,8 @@ def check(target):
             # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
             # started later in the body runs before it on the next turn
             started = since > 0 or (
-                loop is not None and bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte))
+                loop is not None and bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte)
+                and not _collected_later_in_body(loop, at, starts, body_waits))
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
