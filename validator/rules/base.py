@@ -446,6 +446,21 @@ def whole_nodes(target) -> bool:
             and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
 
 
+_FOREVER = re.compile(rb"(?:true|:|\[\[? +1 +\]\]?|\(\( *1 *\)\)|sleep +\S+)")
+
+
+def endless_loop(node) -> bool:
+    """A tree-sitter loop that never ends by itself: `while true` (also `while :`, `while [ 1 ]`, `while (( 1 ))`,
+    `while sleep 300`) or `until false` (bash(1): the loop runs while its condition's status is 0, `until` while it
+    is not). launch-strict-mode's watches and launch-kill-on-bad-exit's worker payloads."""
+    if node is None or node.type != "while_statement" or not node.children:
+        return False
+    condition = node.child_by_field_name("condition")
+    text = condition.text.strip().rstrip(b";").strip() if condition is not None else b""
+    return node.children[0].type == "until" and text == b"false" or \
+        node.children[0].type == "while" and _FOREVER.fullmatch(text) is not None
+
+
 def asks_gpus(parsed) -> bool:
     """The job asks GPUs in any form: --gpus, --gpus-per-node, --gpus-per-task, --ntasks-per-gpu or a gpu item of
     --gres (a --gpus total over several nodes has no per-node count, but it is a GPU request)."""

@@ -54,6 +54,7 @@ import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
+                                  endless_loop,
                                   program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
@@ -666,6 +667,14 @@ def _farm_worker(command, program, name: str) -> bool:
     return any([word.value for word in rest[at:at + len(words)]] == list(words) for words in _FARM_SUBCOMMANDS[name])
 
 
+def _endless_worker(inner) -> bool:
+    """`srun ... sh -c "while true; do ./drainredis.R; done"` (round 461's task farm): each task runs its program
+    again forever on its own; nothing a task does waits for another, and the step ends with the job."""
+    root = getattr(inner, "root", None)
+    statements = [n for n in root.named_children if n.type != "comment"] if root is not None else []
+    return len(statements) == 1 and endless_loop(statements[0])
+
+
 def _independent(shell, command) -> bool:
     """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
     `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
@@ -713,6 +722,8 @@ def _independent(shell, command) -> bool:
     if payload is None:
         return False
     inner = _payload(shell, command, program, name)
+    if inner is not None and _endless_worker(inner):
+        return True
     if inner is not None:
         names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
         if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in payload_text(shell, payload)[0]:
