@@ -36,8 +36,8 @@ job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM appl
 job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library, and a
 GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each). Nor a node's own stress
 test or health check (dcgmproftester, gpu_burn, stress-ng, thermal_test.sh, node_healthcheck.sh), nor
-mpirun as the step's program: each task starts its own MPI world, which mpirun aborts itself when a
-rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
+mpirun as the step's program (or in its `bash -c` payload): each task starts its own MPI world, which mpirun
+aborts itself when a rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
 print(torch.cuda.current_device())"`: no torch.distributed; modules it only imports join nothing), nor
 one a comment cut short inside its backslash continuation (the step runs without its image or program
 and fails at once), nor `srun singularity exec` with no image (every task stops with a usage error), nor, in a
@@ -728,6 +728,8 @@ def _independent(shell, command) -> bool:
         names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
         if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in payload_text(shell, payload)[0]:
             return True
+        if any(n in MPI_LAUNCHERS for n in names):
+            return True  # `srun bash -c 'mpiexec -n 3 ./partdiff'`: each task starts its own MPI world (round 463)
         if all(_per_node(shell, c) or _local_python(c) for c in inner.commands):
             return True  # echo, export, then a local `python -c` check on each task's own GPU
     return payload.raw.startswith("'") and not _QUOTED_SIGNS.search(payload.raw) and not command.has_flag("--mpi")
