@@ -446,27 +446,61 @@ def whole_nodes(target) -> bool:
             and _cpus_per_node(parsed) >= _SMALL_NODE_CPUS)
 
 
-def asks_gpus(parsed) -> bool:
-    """The job asks GPUs in any form: --gpus, --gpus-per-node, --gpus-per-task, --ntasks-per-gpu or a gpu item of
-    --gres (a --gpus total over several nodes has no per-node count, but it is a GPU request)."""
-    if parsed.get("gpus") or parsed.get("gpus-per-node") or parsed.get("gpus-per-task") or parsed.get("ntasks-per-gpu"):
-        return True
-    return any(item.split(":")[0].split("/")[-1] == "gpu" for option in parsed.get("gres")
-               for item in (option.value or "").split(","))
+_FOREVER = re.compile(rb"(?:true|:|\[\[? +1 +\]\]?|\(\( *1 *\)\)|sleep +\S+)")
+
+
+def endless_loop(node) -> bool:
+    """A tree-sitter loop that never ends by itself: `while true` (also `while :`, `while [ 1 ]`, `while (( 1 ))`,
+    `while sleep 300`) or `until false` (bash(1): the loop runs while its condition's status is 0, `until` while it
+    is not). launch-strict-mode's watches and launch-kill-on-bad-exit's worker payloads."""
+    if node is None or node.type != "while_statement" or not node.children:
+        return False
+    condition = node.child_by_field_name("condition")
+    text = condition.text.strip().rstrip(b";").strip() if condition is not None else b""
+    return node.children[0].type == "until" and text == b"false" or \
+        node.children[0].type == "while" and _FOREVER.fullmatch(text) is not None
+
+
+_GPU_REQUEST = re.compile(r"--(?:gres|tres-per-task|tres-per-node)[= ]\S*gpu|--gpus(?:-per-[a-z]+)?[= ]|(?<!\S)-G\s*\d")
+
+
+def asks_gpus(parsed, shell=None) -> bool:
+    """The job asks GPUs in any form, in any component of a heterogeneous job: --gpus, --gpus-per-node,
+    --gpus-per-task, --gpus-per-socket, a gpu (mps, shard) item of --gres or --tres-per-task (a --gpus total over
+    several nodes has no per-node count, but it is a GPU request), or, with the script's `shell`, an srun of it that
+    asks its own (`srun --gres=gpu:4 bash -c "torchrun ..."`)."""
+    for option in parsed.options:  # every component of a heterogeneous job
+        if option.name in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"):
+            return True
+        items = (option.value or "").split(",")
+        # mps and shard are shares of a GPU: their plugins set SLURM_GPUS_ON_NODE too (gres_mps.c, gres_shard.c)
+        if option.name == "gres" and any(i.split(":")[0].split("/")[-1] in ("gpu", "mps", "shard") for i in items):
+            return True
+        if option.name in ("tres-per-task", "tres-per-node") and "gpu" in (option.value or ""):
+            return True
+    return shell is not None and any(_GPU_REQUEST.search(" ".join(a.raw for a in c.args)) for c in shell.named("srun"))
+
+
+# A partition whose name says GPU nodes (gpu-a100, gpu_h100, boost_usr_prod, accel)
+_GPU_PARTITION = re.compile(r"(?i)gpu|a100|h100|h200|v100|a40|l40|rtx|gh200|mi[0-9]{3}|boost|accel")
 
 
 def unasked_gpu_launcher(script) -> bool:
-    """The job asks no GPU at all (no directive, no srun of its own asks one) and yet a launcher starts two or
-    more processes a node (a literal torchrun --nproc-per-node of 2 or more): the GPU count is the node's, on a
-    site that hands out GPUs with whole nodes and schedules none of them as a generic resource (round 421:
-    TACC's Lonestar6 gpu-a100 nodes, three A100s each, `--nproc_per_node=3` and no --gres; six findings judged
-    false). Where GPUs are a generic resource, a job that asks none gets none in its steps (the GPU plugin
-    unsets CUDA_VISIBLE_DEVICES and SLURM_GPUS_ON_NODE where a step holds no GPU: gres_common_gpu_set_env in
+    """The job asks no GPU at all (no directive, no srun of its own asks one, no --ntasks-per-gpu) and yet, on a
+    partition whose name says GPU nodes, a launcher starts two or more processes a node (a literal torchrun
+    --nproc-per-node of 2 or more) and the file names no CPU backend (gloo): the GPU count is the node's, on a site
+    that hands out GPUs with whole nodes and schedules none of them as a generic resource (round 421: TACC's
+    Lonestar6 gpu-a100 nodes, three A100s each, `--nproc_per_node=3` and no --gres; six findings judged false).
+    Where GPUs are a generic resource, a job that asks none gets none in its steps (the GPU plugin unsets
+    CUDA_VISIBLE_DEVICES and SLURM_GPUS_ON_NODE where a step holds no GPU: gres_common_gpu_set_env in
     src/plugins/gres/common/gres_common.c at slurm-22-05-0-1 and slurm-26-05-1-1) and, with cgroup's
-    ConstrainDevices, cannot open one: such a job fails on its first CUDA call whatever its port, so the
-    script is most likely written for the first kind of site. A heuristic: the site is not in the script."""
+    ConstrainDevices, cannot open one: such a job fails on its first CUDA call whatever its port, so the script is
+    most likely written for the first kind of site. A heuristic: the site is not in the script. A CPU job of a few
+    cores (`--backend gloo`, no GPU partition) shares its node: not this."""
     parsed = script.parsed
-    if asks_gpus(parsed) or any(step_gpus_per_node(srun) is not None for srun, _ in launcher_steps(script.shell)):
+    if asks_gpus(parsed, script.shell) or parsed.get("ntasks-per-gpu") \
+            or not _GPU_PARTITION.search(parsed.value("partition") or "") \
+            or "gloo" in (script.source.text or ""):
         return False
     for command in launcher_commands(script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")

@@ -8,7 +8,9 @@ SLURM_EXPORT_ENV) or SLURM_EXPORT_ENV to ALL. A script that starts no step (no s
 which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
 to) runs only in the batch shell, which keeps its environment: nothing to report. In a script
 nobody here wrote (the default profile) only a step the file shows counts (_SHOWN_STARTERS: srun,
-an MPI launcher, DeepSpeed told to launch through MPI), not a script or program it hands over to.
+an MPI launcher, DeepSpeed told to launch through MPI), not a script or program it hands over to; and not an
+MPI launcher alone where the job loads a Hydra MPI (Intel MPI, MPICH, MVAPICH2: _hydra_mpi), whose ranks get the
+launcher's environment from their proxies.
 """
 import re
 
@@ -63,6 +65,25 @@ def _shown_starter(shell, command) -> bool:
     return any(first.rsplit("/", 1)[-1] in _SHOWN_STARTERS for first in firsts)
 
 
+# The MPI of a module the job loads: Intel MPI (a whole intel toolchain, impi, intel-mpi), MPICH or MVAPICH2, whose
+# launcher is Hydra's mpiexec; Open MPI's is another
+_HYDRA_MODULE = re.compile(r"(?i)^(intel|iimpi|impi|intel-?mpi|intel-oneapi-mpi|mpich|mvapich2?|cray-mpich)([/-]|$)")
+_OPEN_MPI_MODULE = re.compile(r"(?i)^(openmpi|open-mpi|ompi|foss|gompi|hpcx)([/-]|$)")
+
+
+def _hydra_mpi(shell) -> bool:
+    """The job's only steps are an MPI launcher's, and the MPI it loads is Hydra's (Intel MPI, MPICH, MVAPICH2) and
+    no Open MPI: Hydra starts its proxy on each node through srun by the proxy's full path and hands each proxy the
+    launcher's own environment for the ranks (the slurm bootstrap, HYDT_bscd_slurm_launch_procs in
+    src/pm/hydra/lib/tools/bootstrap/external/slurm_launch.c of pmodels/mpich at 0164c54: srun -N n -n n --input none
+    and the proxy's arguments; mpiexec's default is -genvall), so --export=NONE leaves the ranks their PATH. TAMU's
+    templates (`--export=NONE`, `--get-user-env=L`, `ml intel/2019a`, `mpirun ...`: round 463, two findings judged
+    false) run so. Open MPI's mpirun starts its daemons through srun with the step's environment: still reported."""
+    loaded = [(a.value or "") for c in shell.commands if c.name in ("module", "ml")
+              for a in c.args if a.value and a.value not in ("load", "add", "purge", "swap", "use", "--force", "-f")]
+    return any(_HYDRA_MODULE.match(m) for m in loaded) and not any(_OPEN_MPI_MODULE.match(m) for m in loaded)
+
+
 def _may_start_steps(shell, strict: bool = True) -> bool:
     """Our presets (strict): an MPI or job launcher, another script, or any program or function that
     is not shell-only work (./run.sh, $EXE, a sourced library's function) may start srun steps;
@@ -71,7 +92,10 @@ def _may_start_steps(shell, strict: bool = True) -> bool:
     carla/CarlaUE4.sh &` and a script running torch.distributed.launch judged false; no true finding of
     any read round rested on a script or program the job hands over to)."""
     if not strict:
-        return any(_shown_starter(shell, c) for c in shell.commands)
+        shown = [c for c in shell.commands if _shown_starter(shell, c)]
+        if shown and all(c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS for c in shown) and _hydra_mpi(shell):
+            return False
+        return bool(shown)
     for command in shell.commands:
         name = command.name.rsplit("/", 1)[-1]
         if name in _STEP_STARTERS:

@@ -32,10 +32,11 @@ HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES likewise), and an assignment on the
 made after Slurm set the step's environment, so the literal is the count the processes can see, and
 SLURM_GPUS_ON_NODE (the node's count) would be the wrong one.
 """
+import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, as_int, asks_gpus, bad_batch, exclusive_nodes, launcher_commands,
-                                  launcher_steps,
+from validator.rules.base import (GOOD_BATCH, always_runs, as_int, asks_gpus, bad_batch, exclusive_nodes,
+                                  launcher_commands, launcher_steps,
                                   non_ascii_number, requested_gpus_per_node, step_gpus_per_node)
 ID = "launch-gpu-count"
 SEVERITY = "error"
@@ -154,15 +155,29 @@ def _shown(word, literal: int) -> str:
     return word.value if word.value is not None else f"{word.raw} ({literal})"
 
 
-def _own_numbers(shell, line: int) -> dict:
-    """Slurm's names the script itself sets to a number before `line` (`SLURM_GPUS_PER_NODE=8` in the batch shell
-    of round one's and round 452's uccl-ep benchmark): the launcher reads the author's number, not Slurm's
-    variable, so nothing is unset or typed there; the number is then judged as a literal is."""
-    found = {}
-    for a in sorted(shell.assignments, key=lambda a: a.line):
-        if a.line < line and a.name in WRONG:
-            found[a.name] = as_int(a.value)
-    return {name: number for name, number in found.items() if number is not None}
+def _own_numbers(shell, parsed) -> list:
+    """`SLURM_GPUS_PER_NODE=8` in the batch shell before the launcher (round one's and round 452's uccl-ep benchmark):
+    the launcher reads the author's number, not Slurm's variable, so nothing is unset or typed there; the number is
+    judged as a literal is. Only a plain assignment that always runs (the script's top level: not in a branch, a
+    function or a list) in a job that does not ask --gpus-per-node, and never exported: sbatch puts
+    SLURM_GPUS_PER_NODE in the batch environment only from --gpus-per-node, and srun reads it from there as its
+    own --gpus-per-node (env_vars in src/srun/opt.c at slurm-26-05-1-1, src/srun/libsrun/opt.c at
+    slurm-22-05-0-1), so an exported or inherited one changes the step's request, not only the launcher's word.
+    Sorted (line, col, number) of such assignments, read once (a script of 10,000 assignments stays linear)."""
+    def find():
+        if parsed.get("gpus-per-node"):
+            return []
+        mine = [a for a in shell.assignments if a.name == "SLURM_GPUS_PER_NODE"]
+        if any(a.exported for a in mine):
+            return []
+        return sorted((a.line, a.col, as_int(a.value)) for a in mine if always_runs(a.node) and not a.conditional)
+    return shell.once("own SLURM_GPUS_PER_NODE", find)
+
+
+def _own_number(own: list, word) -> int | None:
+    """The number of the last such assignment before `word`, None where there is none or it is no number."""
+    at = bisect.bisect_left(own, (word.line, word.col, -1))
+    return own[at - 1][2] if at else None
 
 
 def check(target):
@@ -179,13 +194,15 @@ def check(target):
         wrong["SLURM_GPUS"] = _GPUS_UNSET
     elif parsed.value("nodes") in ("1", "1-1"):
         skip.add("SLURM_GPUS")  # one node: the job's GPUs are the node's
+    own = _own_numbers(target.script.shell, parsed)
     for command in launcher_commands(target.script.shell):
         word = command.option("--nproc-per-node", "--nproc_per_node")
         if word is None:
             continue
-        own = _own_numbers(target.script.shell, word.line)
+        own_number = _own_number(own, word)
         for name, why in wrong.items():
-            if _default_is_the_request(word.raw, name, requested) and not parsed.get("gpus-per-node") or name in own:
+            if _default_is_the_request(word.raw, name, requested) and not parsed.get("gpus-per-node") \
+                    or name == "SLURM_GPUS_PER_NODE" and own_number is not None:
                 continue
             if name not in skip and f"${name}" in word.raw.replace("{", "") and f"${name}_" not in word.raw.replace("{", ""):
                 yield (target.script.display, word.line, word.col, f"--nproc-per-node from {name}, which {why}; use SLURM_GPUS_ON_NODE inside the step")
@@ -195,14 +212,14 @@ def check(target):
             yield (target.script.display, word.line, word.col, f"--nproc-per-node: {odd}")
         literal = as_int(word.value)
         named = _ONE_NAME.fullmatch(word.raw)
-        if literal is None and named is not None and named.group(1) in own:
-            literal = own[named.group(1)]  # SLURM_GPUS_PER_NODE=8 then --nproc_per_node=$SLURM_GPUS_PER_NODE
+        if literal is None and named is not None and named.group(1) == "SLURM_GPUS_PER_NODE" and own_number is not None:
+            literal = own_number  # SLURM_GPUS_PER_NODE=8 then --nproc_per_node=$SLURM_GPUS_PER_NODE
         if literal is not None and requested is None and literal in _other_accelerators(parsed):
             continue  # --gres=dcu:4 and --nproc-per-node=4: the job's own count of a device that is no 'gpu'
         if literal is not None and requested == 0 and per_step.get((command.line, command.col)) is None:
             continue  # --gres=gpu:0: a job of no GPU, whose processes are CPU workers by design
         if literal is not None and requested is None and per_step.get((command.line, command.col)) is None \
-                and not asks_gpus(parsed) and (literal == 1 or not target.strict):
+                and not asks_gpus(parsed, target.script.shell) and (literal == 1 or not target.strict):
             continue  # a job that asks no GPU at all: SLURM_GPUS_ON_NODE is unset in its steps, no count to read
         if literal is not None and literal == _made_visible(command) and (requested is None or literal <= requested):
             continue  # CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 4: the devices it sees

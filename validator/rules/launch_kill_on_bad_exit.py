@@ -36,8 +36,8 @@ job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM appl
 job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL or RCCL library, and a
 GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each). Nor a node's own stress
 test or health check (dcgmproftester, gpu_burn, stress-ng, thermal_test.sh, node_healthcheck.sh), nor
-mpirun as the step's program: each task starts its own MPI world, which mpirun aborts itself when a
-rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
+mpirun as the step's program (or in its `bash -c` payload): each task starts its own MPI world, which mpirun
+aborts itself when a rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
 print(torch.cuda.current_device())"`: no torch.distributed; modules it only imports join nothing), nor
 one a comment cut short inside its backslash continuation (the step runs without its image or program
 and fails at once), nor `srun singularity exec` with no image (every task stops with a usage error), nor, in a
@@ -54,6 +54,7 @@ import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
+                                  endless_loop,
                                   program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
@@ -97,7 +98,7 @@ _SIGNS = (
     (r"mpi4py|\bMPI\b", "code file"),
     (r"horovod|\bjax\b|lightning", "code file"),
     (r"nccl", "code file"),
-    (r"rccl|\bgloo\b|\bpmi|\bucx|(open|intel|cray-|\b)mpi|mpi(ch|_)", "file"),
+    (r"rccl|\bgloo\b|\bpmi|\bucx|(open|intel|cray-|\b)mpi|mpi(ch|_)|mvapich|\bimpi\b", "file"),
     (r"tensorflow|\bray\b|\bdask", "code"),
     (r"python|composer|_perf|nemo|train", "quoted"),  # any program that may be a rank, a training by its name
     (r"megatron", "quoted file"),
@@ -465,6 +466,32 @@ _PACKAGE_SUBCOMMANDS = {"spack": frozenset({"install", "load", "env", "mirror", 
                         "uv": frozenset({"pip", "sync", "venv", "lock"})}
 
 
+# spack's global options that take the next word (`spack -e myenv install`, `spack -C DIR install`)
+_PACKAGE_GLOBAL_VALUES = {"spack": {"-e", "--env", "-D", "--env-dir", "-C", "--config-scope"},
+                          "conda": {"-n", "--name", "-p", "--prefix"}}
+
+
+def package_setup(shell, command, program=None) -> bool:
+    """`srun -N 4 -n 4 spack install ...` (conda env create, uv pip install): a package manager's set-up subcommand,
+    run by each task on its own node. Its tasks never wait for each other (launch-kill-on-bad-exit), but it is a
+    build whose status the job keeps, as make's is (not a helper step for launch-strict-mode: the review's `srun
+    spack install | tee` job). `command` is a step (program: its step program) or a payload's command."""
+    if program is None and command.name == "srun":
+        program = step_program(command, shell)
+    if command.name == "srun":
+        name = _program_name(shell, program)
+        words = program_words(command, program) if program is not None else []
+    else:
+        name, words = command.name.rsplit("/", 1)[-1], list(command.args)
+    if name not in _PACKAGE_SUBCOMMANDS:
+        return False
+    takes_value = _PACKAGE_GLOBAL_VALUES.get(name, set())
+    at = 0
+    while at < len(words) and (words[at].value or "").startswith("-"):
+        at += 2 if words[at].value in takes_value else 1
+    return at < len(words) and words[at].value in _PACKAGE_SUBCOMMANDS[name]
+
+
 def _runs_ray(command) -> bool:
     """Ray's head or workers (`ray start`, `ray symmetric-run`), as words or in a `bash -c` string."""
     return bool(_RAY.search(" ".join(a.raw for a in command.args)))
@@ -483,9 +510,6 @@ def helper_step(shell, command) -> bool:
         return inner is not None and inner.rsplit("/", 1)[-1] in _PER_NODE
     if name in _PER_NODE or _NODE_TOOL.match(name) or (program is not None and _helper_script(program.raw)):
         return True
-    if name in _PACKAGE_SUBCOMMANDS:  # `srun -N 4 -n 4 spack install ...`: each node installs on its own
-        rest = [a.value for a in program_words(command, program) if a.value and a.value[:1] != "-"]
-        return bool(rest) and rest[0] in _PACKAGE_SUBCOMMANDS[name]
     if name == "ray":  # `srun ... ray stop` on each node before the cluster starts: Ray's per-node CLI (_RAY_LOCAL)
         rest = [a.value for a in program_words(command, program) if a.value and a.value[:1] != "-"]
         return bool(rest) and rest[0] in ("stop", "status")
@@ -666,6 +690,14 @@ def _farm_worker(command, program, name: str) -> bool:
     return any([word.value for word in rest[at:at + len(words)]] == list(words) for words in _FARM_SUBCOMMANDS[name])
 
 
+def _endless_worker(inner) -> bool:
+    """`srun ... sh -c "while true; do ./drainredis.R; done"` (round 461's task farm): each task runs its program
+    again forever on its own; nothing a task does waits for another, and the step ends with the job."""
+    root = getattr(inner, "root", None)
+    statements = [n for n in root.named_children if n.type != "comment"] if root is not None else []
+    return len(statements) == 1 and endless_loop(statements[0])
+
+
 def _independent(shell, command) -> bool:
     """A step whose tasks never wait for each other: a per-node program (`srun mkdir -p ...`,
     `srun --ntasks-per-node=1 enroot import ...`), or `bash -c` whose payload runs only such
@@ -675,7 +707,8 @@ def _independent(shell, command) -> bool:
     program = step_program(command, shell)
     name = _program_name(shell, program)
     if name in _BOUNDED or name in MPI_LAUNCHERS or name in _BUILD_TOOLS or _runs_ray(command) \
-            or helper_step(shell, command) or _monitor(program, name) or _farm_worker(command, program, name):
+            or helper_step(shell, command) or _monitor(program, name) or _farm_worker(command, program, name) \
+            or package_setup(shell, command, program):
         return True
     # the same program inside a container (`singularity exec --nv IMG dask-cuda-worker ...`, round 357)
     if name in _RUNTIMES and (_in_container(command, program) or "").rsplit("/", 1)[-1] in _BOUNDED:
@@ -713,12 +746,16 @@ def _independent(shell, command) -> bool:
     if payload is None:
         return False
     inner = _payload(shell, command, program, name)
+    if inner is not None and _endless_worker(inner):
+        return True
     if inner is not None:
         names = [c.name.rsplit("/", 1)[-1] for c in inner.commands]
         if any(n in _BOUNDED for n in names[:1]) or "ray" in names and "start" in payload_text(shell, payload)[0]:
             return True
-        if all(_per_node(shell, c) or _local_python(c) for c in inner.commands):
-            return True  # echo, export, then a local `python -c` check on each task's own GPU
+        if any(n in MPI_LAUNCHERS for n in names):
+            return True  # `srun bash -c 'mpiexec -n 3 ./partdiff'`: each task starts its own MPI world (round 463)
+        if all(_per_node(shell, c) or _local_python(c) or package_setup(shell, c) for c in inner.commands):
+            return True  # echo, export, then a local `python -c` check on each task's own GPU, or an install
     return payload.raw.startswith("'") and not _QUOTED_SIGNS.search(payload.raw) and not command.has_flag("--mpi")
 
 
@@ -893,7 +930,8 @@ def _runtime_without_image(shell, command) -> bool:
 
 
 # An option that tells a program how many shares the work is cut into: --nsplits, --num_shards, --n-chunks
-_SHARE_COUNT = re.compile(r"(?i)^--?(n|num)[_-]?(splits?|shards?|chunks?|parts?|partitions?|slices?)$")
+# (not --nparts or --num-partitions: a domain decomposition's count, which equals the rank count of a coupled solver)
+_SHARE_COUNT = re.compile(r"(?i)^--?(n|num)[_-]?(splits?|shards?|chunks?|slices?)$")
 
 
 def _shares_by_task(shell, parsed, command, own) -> bool:
@@ -910,7 +948,7 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
     count = srun_option(shell, own, "--ntasks", "-n")
     tasks = as_int(count.value) if count is not None else _job_tasks(asked)
     for at, word in enumerate(words):
-        name, equals, value = (word.value or word.raw).partition("=")
+        name, equals, value = (word.value or word.raw.strip("\"'")).partition("=")
         if not _SHARE_COUNT.match(name):
             continue
         raw = value if equals else (words[at + 1].raw if at + 1 < len(words) else "")
@@ -921,6 +959,8 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
 
 # A hello-world program by its name (hello.py, hello_world, hello-world.sh): each task prints and ends
 _HELLO = re.compile(r"(?i)^hello([-_.]|$)")
+# a hello world of a communication library by its name (hello_mpi, hello_world_nvshmem): its ranks meet
+_COUPLED_NAME = re.compile(r"(?i)mpi|shmem|nccl|rccl|upc|coarray|caf|dist|ddp|horovod|gasnet")
 
 
 def _hello_program(shell, command) -> bool:
@@ -936,7 +976,8 @@ def _hello_program(shell, command) -> bool:
         rest = [w for w in program_words(command, program) if not (w.value or w.raw).startswith("-")]
         word = rest[0] if rest else None
     text = (word.value or word.raw).strip("\"'") if word is not None else ""
-    return _HELLO.match(text.rsplit("/", 1)[-1]) is not None
+    base = text.rsplit("/", 1)[-1]
+    return _HELLO.match(base) is not None and _COUPLED_NAME.search(base) is None
 
 
 def check(target):
@@ -963,8 +1004,8 @@ def check(target):
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
-                or not hinted and (_shares_by_task(shell, target.script.parsed, command, own)
-                                   or _hello_program(shell, command)):
+                or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own)
+                                                         or _hello_program(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,
                _MESSAGE)

@@ -29,7 +29,8 @@ judged true on a whole 4-GPU node).
 A MASTER_PORT exported (or set) in a job of one process is not reported by the default profile: one
 node, one task (every task option unsaid or 1, no heterogeneous job), at most one GPU, and no program
 in the script that starts or joins several processes (torchrun, torch.distributed.launch, the MPI
-launchers, accelerate, deepspeed, the CLIs that start torchrun, an srun asking more than one task),
+launchers but one whose count is a literal 1 (`mpirun -np 1`, round 463), accelerate, deepspeed, the CLIs that start
+torchrun, an srun asking more than one task),
 nor one it does not show (a command run through a variable). torch binds the port
 only where a process group is made (init_process_group's env:// rendezvous reads MASTER_PORT and rank 0
 hosts the TCPStore there: _env_rendezvous_handler and _create_c10d_store in torch/distributed/rendezvous.py
@@ -174,6 +175,26 @@ _SRUN_TASKS = TASK_OPTIONS + ("-N", "--nodes", "--het-group", "--multi-prog")
 _GPU_OPTIONS = ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket", "gres")
 
 
+_MPI_COUNT = ("-np", "-n", "--np", "--n", "-c")
+
+
+def _mpi_single(shell) -> bool:
+    """Every MPI launcher of the script starts one process (`mpirun -np 1 python3 main.py`, round 463's K-FAC
+    training): a literal count of 1 (mpirun(1): -c, -n, --n, -np all give the number of processes)."""
+    launchers = [c for c in shell.commands if c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS]
+    return bool(launchers) and all(_mpi_count(c) == "1" for c in launchers)
+
+
+def _mpi_count(command) -> str | None:
+    """The literal process count of `mpirun -np N` (`-n N`, `--np=N`, `-c N`), else None."""
+    args = command.args
+    for i, arg in enumerate(args):
+        name, equals, value = (arg.value or "").partition("=")
+        if name in _MPI_COUNT:
+            return value if equals else (args[i + 1].value if i + 1 < len(args) else None)
+    return None
+
+
 def _one_process(script) -> bool:
     """A job of one process on at most one GPU (the module docstring). Whatever the script does not show
     plainly counts against it: a launcher or a `deepspeed` anywhere in its code, a command run through a
@@ -194,7 +215,8 @@ def _one_process(script) -> bool:
             if any(count not in (0, 1) for count in counts):
                 return False
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
-    if _MANY_PROCESSES.search(code):
+    if any(found.group(0) not in MPI_LAUNCHERS for found in _MANY_PROCESSES.finditer(code)) \
+            or _MANY_PROCESSES.search(code) and not _mpi_single(script.shell):
         return False
     if any(c.name.startswith("$") for c in script.shell.commands):  # `$LAUNCHER train.py`: it may be one
         return False

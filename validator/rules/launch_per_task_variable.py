@@ -270,6 +270,21 @@ def _node_local_value(node) -> bool:
     return value is not None and _NODE_LOCAL.match(value.text.decode("utf-8", "replace")) is not None
 
 
+def _tests_first(expansion) -> bool:
+    """`if [ $SLURM_NODEID = 0 ]; then rm -f $outdir/out*.h5; fi` in the batch shell (round 463's SKA I/O test): the
+    guard asks "the first node only?", and the batch shell runs once, on node 0, so the guarded work runs once, as
+    meant. Only a test against 0 (=, ==, -eq); `!= 0` would skip work meant for the other nodes, and is reported."""
+    node = expansion.node
+    while node is not None and node.type not in ("test_command", "program"):
+        node = node.parent
+    if node is None or node.type != "test_command":
+        return False
+    text = node.text.decode("utf-8", "replace")
+    name = re.escape(expansion.name)
+    return re.search(r"\$\{?" + name + r"\}?\"?\s*(?:==?|-eq)\s*\"?0\"?(?=[\s\]]|$)"
+                     r"|(?<![\w-])\"?0\"?\s*(?:==?|-eq)\s*\"?\$\{?" + name + r"\b", text) is not None
+
+
 def check(target):
     script = target.script
     if not is_batch_script(script):
@@ -301,6 +316,8 @@ def check(target):
             continue
         if run_by_steps and _in_exported_function(expansion.node, run_by_steps):
             continue  # run by the step (`srun bash -c run_node`): each task expands its own value
+        if _tests_first(expansion):
+            continue
         candidates.append((expansion, _assigned_to(expansion.node)))
     holders = {holder for _, holder in candidates if holder is not None}
     # a holder read only by echo/printf; exported, it may reach a program unless the launcher is c10d

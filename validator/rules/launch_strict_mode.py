@@ -49,8 +49,8 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 import ast
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, heredoc_code,
-                                  is_batch_script, program_base_name, set_effect, sourced, top_level_statement,
+from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, endless_loop,
+                                  heredoc_code, is_batch_script, program_base_name, set_effect, sourced, top_level_statement,
                                   traps_err)
 from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
                                                      session_tool)
@@ -135,21 +135,14 @@ def _program(command) -> str:
     return program_base_name(command.name)
 
 
-_FOREVER = re.compile(rb"(?:true|:|\[\[? +1 +\]\]?|\(\( *1 *\)\)|sleep +\S+)")
-
-
 def _endless(step) -> bool:
     """`while true; do srun ...; sleep 60; done` (also `while [ 1 ]`, `while (( 1 ))`, `while sleep 300`, `until
     false`), the step's loop or one around it: a loop that never ends by itself; the time limit or scancel ends
     the job, never a turn's status."""
     node = step.parent
     while node is not None and node.type != "program":
-        if node.type == "while_statement" and node.children:
-            condition = node.child_by_field_name("condition")
-            text = condition.text.strip().rstrip(b";").strip() if condition is not None else b""
-            if node.children[0].type == "until" and text == b"false" or \
-                    node.children[0].type == "while" and _FOREVER.fullmatch(text):
-                return True
+        if endless_loop(node):
+            return True
         node = node.parent
     return False
 

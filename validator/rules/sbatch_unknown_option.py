@@ -13,6 +13,8 @@ profile, where a script declares its plugins. So is a near-miss (--ear-verbose, 
 word is that of such an option in the same script (--ear=on, --ear-policy: EAR's SPANK plugin, round 459).
 """
 import difflib
+import re
+from functools import lru_cache
 
 from validator.rules.base import REMOVED_OPTIONS, option_check
 from validator.sbatch import known_options, option_table
@@ -31,7 +33,12 @@ def _site_option(option) -> bool:
     """Unlike every option of every release and of the known plugins: a site's own SPANK option."""
     if not option.written.startswith("--"):
         return False  # an unknown short option is a typo: plugins register long options (spank.8)
-    name = option.written[2:].split("=", 1)[0]
+    return _site_name(option.written[2:].split("=", 1)[0])
+
+
+@lru_cache(maxsize=4096)
+def _site_name(name: str) -> bool:
+    """Read once per name (a script of 11,000 plugin directives repeats a few names)."""
     if name in REMOVED_OPTIONS:  # Slurm's own, removed: never a site's
         return False
     names = list(option_table()["options"]) + list(known_options(("pyxis",), None))
@@ -44,7 +51,14 @@ def _name(option) -> str:
 
 def _family(name: str) -> str:
     """A plugin's options share their first word (`--ear`, `--ear-policy`, `--ear-verbose`: EAR's SPANK plugin)."""
-    return name.split("-", 1)[0]
+    return re.split(r"[-_]", name, maxsplit=1)[0]
+
+
+@lru_cache(maxsize=1)
+def _slurm_families() -> frozenset:
+    """The first words of Slurm's own option names (gpu, mem, mail, cpu, ...): a site option that starts with one of
+    them (`--gpu-type`, `--mem-bw`) does not make `--gpu-frq` or `--mail-tpye` a plugin's."""
+    return frozenset(_family(name) for name in option_table()["options"])
 
 
 def check(target):
@@ -57,7 +71,7 @@ def check(target):
         found.append((finding, option))
     # a near-miss of Slurm's own name (`--ear-verbose`, close to --verbose) beside a site option of its family
     # (`--ear=on`, `--ear-policy=monitoring`) is that plugin's option too (round 459's EAR jobs)
-    families = {_family(_name(o)) for _, o in found if o is not None and _site_option(o)}
+    families = {_family(_name(o)) for _, o in found if o is not None and _site_option(o)} - _slurm_families()
     for finding, option in found:
         if option is None or not _site_option(option) and not (_name(option) and _family(_name(option)) in families
                                                                  and _name(option) not in REMOVED_OPTIONS):
