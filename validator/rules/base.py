@@ -627,6 +627,12 @@ def payload_text(shell, word):
         parts = []
         for name in names:
             assigned = shell.assigned(name)
+            read = _read_from_heredoc(shell, name) if not assigned else None
+            if read is not None:
+                parts.append(read[0])
+                if len(parts) == 1:
+                    base = (read[1], 1)
+                continue
             if len(assigned) != 1:
                 return None
             parts.append(_unquote(assigned[0].raw)[0])
@@ -634,6 +640,27 @@ def payload_text(shell, word):
                 base = (assigned[0].line, assigned[0].col + len(name) + 2)
         return " ".join(parts), base[0], base[1]
     return text, base[0], base[1]
+
+
+def _read_from_heredoc(shell, name: str):
+    """`read -r -d '' setup_cmd <<EOF ... EOF` (JAX's multi-node test job, rounds 461 and 465): the one read of the
+    name takes the here-document's body (with -d '', the whole of it; bash joins the lines an unquoted document ends
+    with a backslash, bash(1), Here Documents). (text, line of the body's first line), or None."""
+    found = [c for c in shell.named("read") if c.args and c.args[-1].value == name]
+    if len(found) != 1 or found[0].node is None:
+        return None
+    parent = found[0].node.parent
+    if parent is None or parent.type != "redirected_statement":
+        return None
+    heredoc = next((child for child in parent.children if child.type == "heredoc_redirect"), None)
+    body = next((c for c in heredoc.children if c.type == "heredoc_body"), None) if heredoc is not None else None
+    start = next((c.text for c in heredoc.children if c.type == "heredoc_start"), b"") if heredoc is not None else b""
+    if body is None:
+        return None
+    text = body.text.decode("utf-8", "replace")
+    if start[:1] not in (b"'", b'"', b"\\"):
+        text = text.replace("\\\n", "")
+    return text, body.start_point[0] + 1
 
 
 def _moved(command, line: int, col: int):

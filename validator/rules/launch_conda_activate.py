@@ -46,9 +46,11 @@ GOOD = {"run.sbatch": GOOD_BATCH.replace("set -euo pipefail\n",
                                          "set -euo pipefail\neval \"$(conda shell.bash hook)\"\nconda activate train\n", 1)}
 BAD = {"run.sbatch": GOOD_BATCH.replace("set -euo pipefail\n", "set -euo pipefail\nconda activate train\n", 1)}
 
-# modules whose load may define conda's function: a Python, a conda or a framework built on one
+# modules whose load may define conda's function: a Python, a conda or a framework built on one (Open-CE, IBM's conda
+# distribution of ML frameworks on POWER systems, and its forerunners WML CE and PowerAI: NCSA HAL's `opence/1.5.1`,
+# round 466; OLCF Summit's `open-ce`)
 _SETUP_MODULE = re.compile(r"(?i)conda|mamba|forge|python|pytorch|torch|tensorflow|jax|\bai\b|machine.?learning"
-                           r"|deep.?learning|\bml\b|\bdl\b|ngc")
+                           r"|deep.?learning|\bml\b|\bdl\b|ngc|open-?ce|wmlce|powerai")
 # what a failed activate may fall back on without doing its work
 _NO_FALLBACK = frozenset({"exit", "return", "true", ":", "echo", "printf", "false"})
 # the script re-runs itself in a login shell: `[ -z "$RE" ] && RE=1 exec bash -l "$0" "$@"`

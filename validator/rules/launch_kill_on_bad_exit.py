@@ -535,6 +535,8 @@ def _per_node(shell, command) -> bool:
         return True
     if len(command.args) == 1 and command.args[0].value in _ONLY_INFO:
         return True
+    if name.startswith("python") and [a.value for a in command.args[:2]] == ["-m", "pip"]:
+        return True  # `python3.8 -m pip install ...`: pip, as _PER_NODE has it
     script = next((a for a in command.args if not a.raw.startswith("-")), None)
     return name.startswith("python") and script is not None and _helper_script(script.raw)
 

@@ -11,7 +11,9 @@ where an srun that sets no task count of its own starts torchrun (it starts one 
 task, and each agent starts --nproc-per-node workers), and torchrun with --nnodes above 1 started by
 the batch shell itself in a job of several nodes: the batch script runs once, on one node, so
 the rendezvous waits for agents nobody starts (round sixty's LLaVA-MORE jobs; not where the script
-runs itself as a step, `srun ... "$0"`, nor in a function a step may call). The strict profile's policy (the
+runs itself as a step, `srun ... "$0"`, nor in a function a step may call); without --nnodes there it runs
+on the batch host alone and the job's other nodes sit idle (round 465: the message said each node started
+its own job, which only an srun of one task a node does). The strict profile's policy (the
 node count given only at submission: no #SBATCH --nodes in a preset, no literal --nnodes, no
 --ntasks) is ours; a script that is single-node by design (--nodes=1, torchrun --standalone) keeps
 its literal elsewhere.
@@ -109,9 +111,16 @@ def check(target):
         passed = word or srun_option(script.shell, command, "--nnodes", "--nnodes")  # also through an array
         if (passed is None or command.has_flag("--standalone")) and several \
                 and not _ONE_NODE_STEP.search(command.node.text.decode("utf-8", "replace")):
-            yield (script.display, command.line, command.col,
-                   f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts its own one-node job; "
-                   "pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
+            if (command.line, command.col) in batch_shell:
+                # the batch script runs once, on the batch host (round 465's CLAP training: 2 exclusive nodes idle)
+                yield (script.display, command.line, command.col,
+                       f"torchrun in the batch shell without --nnodes runs on the batch host alone: the job's other "
+                       f"nodes (it asks for {several}) sit idle; start it with srun --ntasks-per-node=1 and "
+                       "--nnodes=$SLURM_NNODES, or ask for one node")
+            else:
+                yield (script.display, command.line, command.col,
+                       f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts "
+                       "its own one-node job; pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
         if word is not None and (word.value or word.raw) and several and (command.line, command.col) in batch_shell \
                 and not _fits(word.value or "", "1") \
                 and (word.value is None or word.value.split(":")[0] != "1"):
