@@ -350,9 +350,9 @@ def check(target):
             loop = enclosing(command.node, _LOOPS)
             # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
             # started later in the body runs before it on the next turn
-            started = since > 0 or (
-                loop is not None and bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte)
-                and not _collected_later_in_body(loop, at, starts, body_waits))
+            in_loop = loop is not None and \
+                bisect.bisect_left(starts, loop.end_byte) > bisect.bisect_left(starts, loop.start_byte)
+            started = since > 0 or in_loop and not _collected_later_in_body(loop, at, starts, body_waits)
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)

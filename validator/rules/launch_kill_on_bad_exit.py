@@ -54,8 +54,7 @@ import bisect
 import re
 
 from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
-                                  endless_loop,
-                                  program_base_name,
+                                  endless_loop, program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
                                   interactive_server, payload_text, requested_gpus_per_node, shell_payload,
@@ -466,7 +465,8 @@ _PACKAGE_SUBCOMMANDS = {"spack": frozenset({"install", "load", "env", "mirror", 
                         "uv": frozenset({"pip", "sync", "venv", "lock"})}
 
 
-# spack's global options that take the next word (`spack -e myenv install`, `spack -C DIR install`)
+# global options that take the next word before the subcommand (`spack -e myenv install`, `spack -C DIR install`,
+# `conda -n env ...` as some wrappers write it)
 _PACKAGE_GLOBAL_VALUES = {"spack": {"-e", "--env", "-D", "--env-dir", "-C", "--config-scope"},
                           "conda": {"-n", "--name", "-p", "--prefix"}}
 
@@ -911,13 +911,8 @@ def _cut_by_comment(shell, command, lines) -> bool:
         return False
     # only where the cut leaves no program to run: srun's own options, or a runtime without its image
     # (`srun python train.py \` then `# --resume ...`: the training still runs, one word short)
-    program = step_program(command, shell)
-    if program is None:
-        return True
-    if _program_name(shell, program) not in ("singularity", "apptainer"):
-        return False
-    found = _container_words(command, program)
-    return found is not None and found[0] is None  # exec/run with its options only: no image
+    # (a runtime cut before its image is _runtime_without_image's, with or without a comment)
+    return step_program(command, shell) is None
 
 
 def _runtime_without_image(shell, command) -> bool:

@@ -119,8 +119,8 @@ def check(target):
                        "--nnodes=$SLURM_NNODES, or ask for one node")
             else:
                 yield (script.display, command.line, command.col,
-                       f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node starts "
-                       "its own one-node job; pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
+                       f"torchrun without --nnodes (or with --standalone) in a job of {several} nodes: each node "
+                       "starts its own one-node job; pass --nnodes=$SLURM_NNODES with a rendezvous endpoint")
         if word is not None and (word.value or word.raw) and several and (command.line, command.col) in batch_shell \
                 and not _fits(word.value or "", "1") \
                 and (word.value is None or word.value.split(":")[0] != "1"):

@@ -50,8 +50,8 @@ import ast
 import re
 
 from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, endless_loop,
-                                  heredoc_code, is_batch_script, program_base_name, set_effect, sourced, top_level_statement,
-                                  traps_err)
+                                  heredoc_code, is_batch_script, program_base_name, set_effect, sourced,
+                                  top_level_statement, traps_err)
 from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
                                                      session_tool)
 ID = "launch-strict-mode"
