@@ -17,6 +17,9 @@ profile, a look-alike whose every option a live #SBATCH line sets to the same va
 --cpus-per-task=1` above `#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author
 asked for is lost. With another value (`#sbatch -N 4` beside `#SBATCH --nodes=1`) the author may have meant
 the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
+Nor a look-alike that asks only for what sbatch does without it (`#SBACTH --nodes=1`, round 469), under
+sbatch-directive-after-command's conditions for an ignored line at the defaults (one node, one task, one CPU a
+task; nothing else in the header asks for more; the script reads no variable only the option sets).
 """
 import re
 from types import SimpleNamespace
