@@ -107,6 +107,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2157" and _missing_dollar(finding, script):
         return False
+    if finding.rule == "SC2320" and _errexit_throughout(script):
+        return False
     if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)):
         return False
     if finding.rule == "SC1143" and _only_comments_after(finding, script):
@@ -167,6 +169,17 @@ def _missing_dollar(finding: Finding, script) -> bool:
     checks = [n for n in range(1, finding.line) if tested.search(lines[n - 1])]
     return bool(checks) and any(a.name == name and checks[0] < a.line < finding.line and a.raw.strip("\"'")
                                 for a in shell.assignments)
+
+
+def _errexit_throughout(script) -> bool:
+    """SC2320 (`$?` after an echo is the echo's) where errexit is on and never turned off (`set -eo pipefail` on
+    line 3, no `set +e`: round 469's snakemake job): a failed command before the echo has already ended the job, so
+    the `$?` after it is 0 whenever it runs, which is what the author's report shows."""
+    from validator.rules.base import errexit_anywhere, set_effect
+    shell = getattr(script, "shell", None)
+    if shell is None or not errexit_anywhere(script):
+        return False
+    return not any("e" in set_effect(c).off for c in shell.named("set"))
 
 
 def _glued_z_test(finding: Finding, script) -> bool:

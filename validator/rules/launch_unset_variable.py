@@ -21,8 +21,9 @@ and slurm-26-05-1-1), an option of a plugin as SLURM_SPANK__SLURM_SPANK_OPTION_<
 $SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_environment (round four hundred and thirty-seven). A name is set when the
 script assigns it, also as an array element (A[k]=v) or by declare/typeset/local without a value.
 A near-miss is one edit away (a letter added, dropped, changed, or two swapped) with difflib ratio
-0.85 or more. NAME_HET_GROUP_<n> of a known NAME is set in a heterogeneous job (src/common/env.c,
-slurm-26-05-3-1). In a submitter (a file that runs sbatch and has no directive sbatch reads) Slurm sets
+0.85 or more. NAME_HET_GROUP_<n> of a known NAME, and its old name NAME_PACK_GROUP_<n>, are set in a
+heterogeneous job (env_array_overwrite_het_fmt in src/common/env.c, slurm-22-05-0-1 to slurm-26-05-1-1).
+In a submitter (a file that runs sbatch and has no directive sbatch reads) Slurm sets
 no variable at all: a SLURM_ name there is the pipeline's own setting, left to the near-miss check.
 What the repository's files that the script sources set is set (base.sourced). In the default
 profile a SLURM_ name is also left to the near-miss check where the script may be given names the file
@@ -133,9 +134,11 @@ def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
     return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
 
 
-# In a heterogeneous job slurmctld also sets every component's value as NAME_HET_GROUP_<n>
-# (env_array_overwrite_het_fmt() in src/common/env.c: "%s_HET_GROUP_%d", slurm-26-05-3-1).
-_HET_GROUP = re.compile(r"_HET_GROUP_[0-9]{1,4}$")
+# In a heterogeneous job slurmctld also sets every component's value as NAME_HET_GROUP_<n>, and under the old
+# name NAME_PACK_GROUP_<n> beside it ("Continue support for old hetjob terminology": env_array_overwrite_het_fmt()
+# in src/common/env.c sets "%s_PACK_GROUP_%d" and "%s_HET_GROUP_%d" at slurm-22-05-0-1, slurm-25-05-1-1 and
+# slurm-26-05-1-1; round 469's buildstockbatch job reads SLURM_JOB_NODELIST_PACK_GROUP_0 and _1)
+_HET_GROUP = re.compile(r"_(?:HET|PACK)_GROUP_[0-9]{1,4}$")
 
 
 # `NAME=...` at the start of a line, read from the text: a line the parser could not take whole (a

@@ -17,9 +17,14 @@ profile, a look-alike whose every option a live #SBATCH line sets to the same va
 --cpus-per-task=1` above `#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author
 asked for is lost. With another value (`#sbatch -N 4` beside `#SBATCH --nodes=1`) the author may have meant
 the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
+Nor a look-alike that asks only for what sbatch does without it (`#SBACTH --nodes=1`, round 469), under
+sbatch-directive-after-command's conditions for an ignored line at the defaults (one node, one task, one CPU a
+task; nothing else in the header asks for more; the script reads no variable only the option sets).
 """
 import re
+from types import SimpleNamespace
 
+from validator.rules.sbatch_directive_after_command import _asks_for_default, _header_options
 from validator.sbatch import MAGIC, SAME_SETTING, parse_script
 
 ID = "sbatch-lookalike"
@@ -56,8 +61,23 @@ def check(target):
     inside = target.script.shell.text_lines() if lookalikes else set()  # written for another job
     switched_off = bool(parsed.directives) and not target.strict
     live = _live_values(parsed) if switched_off and lookalikes else None  # built once: linear in the lines
+    elsewhere = _header_options(parsed) if switched_off and lookalikes else {}
+    read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for look in lookalikes:
         if look.line in inside or (switched_off and (_DISABLED.match(look.text)
-                                                     or live is not None and _set_live(look, live))):
+                                                     or live is not None and _set_live(look, live)
+                                                     or _asks_only_defaults(look, parsed, elsewhere, read))):
             continue
         yield (target.script.display, look.line, look.col, look.why)
+
+
+_MAGIC = re.compile(r"^\s*#\s*[A-Za-z]+")
+
+
+def _asks_only_defaults(look, parsed, elsewhere: dict, read: frozenset) -> bool:
+    """`#SBACTH --nodes=1` (round 469's DAMASK jobs, two findings judged false): the line Slurm ignores asks only for
+    what sbatch uses without it (one node, one task, one CPU a task), as an ignored line after the first command
+    may (sbatch-directive-after-command's _asks_for_default, the same conditions: nothing else in the header asks
+    for more, and the script reads no variable only the option sets)."""
+    return _asks_for_default(SimpleNamespace(line=look.line, text=_MAGIC.sub("#SBATCH", look.text, count=1)),
+                             parsed, elsewhere, read)
