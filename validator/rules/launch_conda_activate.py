@@ -32,6 +32,7 @@ an exit, echo or `true` after `||` changes nothing. Only bash and sh scripts. Al
 script change nothing here (bash expands no alias in a non-interactive shell; BASH_ENV is read when a shell starts).
 Holds for: every Slurm release (bash's and conda's behaviour, conda 4.6 and later).
 """
+import bisect
 import re
 
 from validator.rules.base import GOOD_BATCH, enclosing, exported_functions, function_definitions, is_batch_script
@@ -73,23 +74,44 @@ def _setup_lines(shell) -> list[int]:
 _ENV_PROGRAMS = re.compile(r"python[0-9.]*|pip[0-9.]*|torchrun|accelerate|deepspeed|jupyter|ipython")
 
 
+_ENV_BIN = re.compile(r"/envs/[^/]+/bin/")
+
+
 def _env_programs_by_path(shell, activate) -> bool:
     """After the activate, every program the environment provides runs by its full path inside that environment
     (`/project2/miniconda3/envs/tsLib/bin/python3.8 -u run.py`, also as a step's program), and one does: the
-    failed activation changes nothing the job runs (round four hundred and thirteen: four such jobs judged false)."""
+    failed activation changes nothing the job runs (round four hundred and thirteen: four such jobs judged false).
+    The runs are read once per script (_env_runs): 5,000 activates each before a step stay linear."""
     names = [a.value for a in activate.args[1:] if a.value and not a.value.startswith("-")]
     if not names:
         return False
     inside = f"/envs/{names[0].rstrip('/').rsplit('/', 1)[-1]}/bin/"
-    runs = []
-    for command in shell.commands:
-        if command.line <= activate.line:
-            continue
-        word = step_program(command, shell) if command.name == "srun" else None
-        path = (word.value or word.raw) if word is not None else command.name
-        if _ENV_PROGRAMS.fullmatch(path.strip("\"'").rsplit("/", 1)[-1]):
-            runs.append(path)
-    return bool(runs) and all(inside in path for path in runs)
+    lines, folders = _env_runs(shell)
+    at = bisect.bisect_right(lines, activate.line)
+    return at < len(lines) and folders[at] == inside
+
+
+_MIXED = object()  # runs from more than one folder, or one not inside an environment
+
+
+def _env_runs(shell) -> tuple[list, list]:
+    """The lines of the commands that run a program an environment provides (python, pip, torchrun, ... also as a
+    step's program), in order, and for each the one environment folder (`/envs/NAME/bin/`) that it and every such
+    run after it use, or _MIXED."""
+    def find():
+        runs = []
+        for command in sorted(shell.commands, key=lambda c: c.line):
+            word = step_program(command, shell) if command.name == "srun" else None
+            path = (word.value or word.raw) if word is not None else command.name
+            if _ENV_PROGRAMS.fullmatch(path.strip("\"'").rsplit("/", 1)[-1]):
+                found = _ENV_BIN.search(path)
+                runs.append((command.line, found.group(0) if found else _MIXED))
+        folders = [folder for _, folder in runs]
+        for i in range(len(folders) - 2, -1, -1):  # the folder every run from i on shares
+            if folders[i] is not folders[i + 1] and folders[i] != folders[i + 1]:
+                folders[i] = _MIXED
+        return [line for line, _ in runs], folders
+    return shell.once("environment program runs", find)
 
 
 def _own_statement(command) -> bool:
