@@ -76,9 +76,11 @@ def _hydra_mpi(shell) -> bool:
     no Open MPI: Hydra starts its proxy on each node through srun by the proxy's full path and hands each proxy the
     launcher's own environment for the ranks (the slurm bootstrap, HYDT_bscd_slurm_launch_procs in
     src/pm/hydra/lib/tools/bootstrap/external/slurm_launch.c of pmodels/mpich at 0164c54: srun -N n -n n --input none
-    and the proxy's arguments; mpiexec's default is -genvall), so --export=NONE leaves the ranks their PATH. TAMU's
+    and the proxy's arguments; mpiexec's own help for -genvall says "All of the ENV is passed to each process
+    (default)", in the Hydra option parser of the pmodels/mpich versions the search index holds; the current
+    parser's text was not read), so --export=NONE leaves the ranks their PATH. TAMU's
     templates (`--export=NONE`, `--get-user-env=L`, `ml intel/2019a`, `mpirun ...`: round 463, two findings judged
-    false) run so. Open MPI's mpirun starts its daemons through srun with the step's environment: still reported."""
+    false) run so. Open MPI's launcher starts its own daemons, a path not read here: still reported."""
     loaded = [(a.value or "") for c in shell.commands if c.name in ("module", "ml")
               for a in c.args if a.value and a.value not in ("load", "add", "purge", "swap", "use", "--force", "-f")]
     return any(_HYDRA_MODULE.match(m) for m in loaded) and not any(_OPEN_MPI_MODULE.match(m) for m in loaded)

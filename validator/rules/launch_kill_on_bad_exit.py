@@ -440,7 +440,8 @@ _HELPER_VARIABLE = re.compile(r"(?i)(^|_)(POWER|MONITOR|CLEANUP|DROP_?CACHES?)(_
 def _first_operand(words, start: int, value_options) -> int:
     """The index of the first word from `start` on that is no option of a program: words that begin with '-'
     are options, and one of `value_options` written alone (`--bind DIR`, not `--bind=DIR`) takes the next word
-    as its value. One reader for the options of apptainer, shifter and hq before their operands."""
+    as its value. One reader for the options of apptainer, shifter, hq and the package managers before their
+    operands."""
     i = start
     while i < len(words):
         text = words[i].value if words[i].value is not None else words[i].raw
@@ -485,10 +486,7 @@ def package_setup(shell, command, program=None) -> bool:
         name, words = command.name.rsplit("/", 1)[-1], list(command.args)
     if name not in _PACKAGE_SUBCOMMANDS:
         return False
-    takes_value = _PACKAGE_GLOBAL_VALUES.get(name, set())
-    at = 0
-    while at < len(words) and (words[at].value or "").startswith("-"):
-        at += 2 if words[at].value in takes_value else 1
+    at = _first_operand(words, 0, _PACKAGE_GLOBAL_VALUES.get(name, ()))
     return at < len(words) and words[at].value in _PACKAGE_SUBCOMMANDS[name]
 
 

@@ -49,12 +49,12 @@ def check(target):
     if not target.strict and is_submitter(target.script):
         return  # a submitter run on the login node: it submits the jobs it writes, not itself
     work = None if target.strict else _first_work_line(target.script.shell)
-    elsewhere = _header_options(parsed) if not target.strict and parsed.ignored_directives else {}
+    elsewhere = header_options(parsed) if not target.strict and parsed.ignored_directives else {}
     read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for directive in parsed.ignored_directives:
         if directive.line in inside or (work is not None and work < directive.line):
             continue
-        if not target.strict and _asks_for_default(directive, parsed, elsewhere, read):
+        if not target.strict and asks_for_default(directive.text, directive.line, parsed, elsewhere, read):
             continue
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
@@ -74,22 +74,22 @@ _DEFAULTS = {"nodes": ("1", (), _SHAPE),
              "cpus-per-task": ("1", ("SLURM_CPUS_PER_TASK",), frozenset({"cpus-per-task", "cpus-per-gpu"}))}
 
 
-def _asks_for_default(directive, parsed, elsewhere: dict, read: frozenset) -> bool:
+def asks_for_default(text: str, line: int, parsed, elsewhere: dict, read: frozenset) -> bool:
     """Every option of the ignored line sets what sbatch uses without it (_DEFAULTS), no other directive of the
     header (live or ignored: `-N 1` beside an ignored `-n 64`) sets one to more than its default, and the script
     reads no variable that only the option sets. `elsewhere` counts each option's lines ({name: {line, ...}})."""
-    options = parse_script("#!/bin/bash\n" + directive.text + "\n").options
+    options = parse_script("#!/bin/bash\n" + text + "\n").options
     for option in options:
         default = _DEFAULTS.get(option.name or "")
         value = (option.value or "").strip("\"'")
         if option.problem or default is None or as_int(value) != as_int(default[0]) or read & set(default[1]):
             return False
-        if any(lines - {directive.line} for name, lines in elsewhere.items() if name in default[2]):
+        if any(lines - {line} for name, lines in elsewhere.items() if name in default[2]):
             return False
     return bool(options)
 
 
-def _header_options(parsed) -> dict:
+def header_options(parsed) -> dict:
     """{option name: {lines}} of the live directives and of the ignored ones that ask for more than a default
     (`-N 1` beside `-n 1` changes nothing), read once per script."""
     found: dict = {}

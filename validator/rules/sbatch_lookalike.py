@@ -22,9 +22,8 @@ sbatch-directive-after-command's conditions for an ignored line at the defaults 
 task; nothing else in the header asks for more; the script reads no variable only the option sets).
 """
 import re
-from types import SimpleNamespace
 
-from validator.rules.sbatch_directive_after_command import _asks_for_default, _header_options
+from validator.rules.sbatch_directive_after_command import asks_for_default, header_options
 from validator.sbatch import MAGIC, SAME_SETTING, parse_script
 
 ID = "sbatch-lookalike"
@@ -61,7 +60,7 @@ def check(target):
     inside = target.script.shell.text_lines() if lookalikes else set()  # written for another job
     switched_off = bool(parsed.directives) and not target.strict
     live = _live_values(parsed) if switched_off and lookalikes else None  # built once: linear in the lines
-    elsewhere = _header_options(parsed) if switched_off and lookalikes else {}
+    elsewhere = header_options(parsed) if switched_off and lookalikes else {}
     read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for look in lookalikes:
         if look.line in inside or (switched_off and (_DISABLED.match(look.text)
@@ -77,7 +76,6 @@ _MAGIC = re.compile(r"^\s*#\s*[A-Za-z]+")
 def _asks_only_defaults(look, parsed, elsewhere: dict, read: frozenset) -> bool:
     """`#SBACTH --nodes=1` (round 469's DAMASK jobs, two findings judged false): the line Slurm ignores asks only for
     what sbatch uses without it (one node, one task, one CPU a task), as an ignored line after the first command
-    may (sbatch-directive-after-command's _asks_for_default, the same conditions: nothing else in the header asks
+    may (sbatch-directive-after-command's asks_for_default, the same conditions: nothing else in the header asks
     for more, and the script reads no variable only the option sets)."""
-    return _asks_for_default(SimpleNamespace(line=look.line, text=_MAGIC.sub("#SBATCH", look.text, count=1)),
-                             parsed, elsewhere, read)
+    return asks_for_default(_MAGIC.sub("#SBATCH", look.text, count=1), look.line, parsed, elsewhere, read)
