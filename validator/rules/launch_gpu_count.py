@@ -163,14 +163,18 @@ def _own_numbers(shell, parsed) -> list:
     SLURM_GPUS_PER_NODE in the batch environment only from --gpus-per-node, and srun reads it from there as its
     own --gpus-per-node (env_vars in src/srun/opt.c at slurm-26-05-1-1, src/srun/libsrun/opt.c at
     slurm-22-05-0-1), so an exported or inherited one changes the step's request, not only the launcher's word.
-    Sorted (line, col, number) of such assignments, read once (a script of 10,000 assignments stays linear)."""
+    Sorted (line, col, number) of such assignments and of unsets (number None), read once (a script of 10,000
+    assignments stays linear)."""
     def find():
         if parsed.get("gpus-per-node"):
             return []
         mine = [a for a in shell.assignments if a.name == "SLURM_GPUS_PER_NODE"]
         if any(a.exported for a in mine):
             return []
-        return sorted((a.line, a.col, as_int(a.value)) for a in mine if always_runs(a.node) and not a.conditional)
+        numbers = [(a.line, a.col, as_int(a.value)) for a in mine if always_runs(a.node) and not a.conditional]
+        # `unset SLURM_GPUS_PER_NODE` (anywhere: in a branch it may run) ends the own number from there on
+        gone = [(line, col, None) for name, line, col in shell.unsets if name == "SLURM_GPUS_PER_NODE"]
+        return sorted(numbers + gone) if numbers else []
     return shell.once("own SLURM_GPUS_PER_NODE", find)
 
 

@@ -452,8 +452,12 @@ def _first_operand(words, start: int, value_options) -> int:
 
 
 # Options of `apptainer|singularity exec` that take the next word as their value.
+# apptainer-exec(1) and apptainer-run(1) (apptainer 1.4, cobra's `--name=""` or `=[]`: a value): `--app NAME` names
+# an app inside the image, which is the next word
 _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
-                          "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
+                          "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch",
+                          "--app", "--add-caps", "--drop-caps", "--apply-cgroups", "--authfile", "--cwd", "--dns",
+                          "--hostname", "--fusemount"}
 
 
 # Package managers' subcommands that set up software on each node (round 457's cloud-lab playbooks: `srun -N 4 -n 4
@@ -941,13 +945,21 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
     words = program_words(command, program)
     asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
     count = srun_option(shell, own, "--ntasks", "-n")
-    tasks = as_int(count.value) if count is not None else _job_tasks(asked)
+    job = _job_tasks(asked)
+    tasks = as_int(count.value) if count is not None else job
+    nodes = srun_option(shell, own, "--nodes", "-N")
+    if count is None and nodes is not None and "ntasks-per-node" in asked:
+        # `srun -N 1 ...` in a job of --ntasks-per-node=2: srun drops the SLURM_NTASKS it read from the job's
+        # environment and runs N x the per-node count (_opt_verify in src/srun/opt.c at slurm-26-05-1-1)
+        tasks = _job_tasks({"nodes": nodes.value, "ntasks-per-node": asked["ntasks-per-node"]})
+    # `$SLURM_NTASKS` is expanded by the batch shell: the job's count, the step's only where they agree
+    by_name = count is not None or nodes is None or tasks == job
     for at, word in enumerate(words):
         name, equals, value = (word.value or word.raw.strip("\"'")).partition("=")
         if not _SHARE_COUNT.match(name):
             continue
         raw = value if equals else (words[at + 1].raw if at + 1 < len(words) else "")
-        if _JOB_TASKS.match(raw) or tasks is not None and as_int(raw.strip("\"'")) == tasks:
+        if _JOB_TASKS.match(raw) and by_name or tasks is not None and as_int(raw.strip("\"'")) == tasks:
             return True
     return False
 
@@ -956,6 +968,9 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
 _HELLO = re.compile(r"(?i)^hello([-_.]|$)")
 # a hello world of a communication library by its name (hello_mpi, hello_world_nvshmem): its ranks meet
 _COUPLED_NAME = re.compile(r"(?i)mpi|shmem|nccl|rccl|upc|coarray|caf|dist|ddp|horovod|gasnet")
+
+
+_PYTHON_VALUE_OPTIONS = {"-W", "-X"}
 
 
 def _hello_program(shell, command) -> bool:
@@ -967,9 +982,10 @@ def _hello_program(shell, command) -> bool:
         return False
     name = _program_name(shell, program)
     word = program
-    if name.startswith("python"):
-        rest = [w for w in program_words(command, program) if not (w.value or w.raw).startswith("-")]
-        word = rest[0] if rest else None
+    if name.startswith("python"):  # `python3 -W ignore hello.py`: -W and -X take the next word (python(1))
+        words = program_words(command, program)
+        at = _first_operand(words, 0, _PYTHON_VALUE_OPTIONS)
+        word = words[at] if at < len(words) else None
     text = (word.value or word.raw).strip("\"'") if word is not None else ""
     base = text.rsplit("/", 1)[-1]
     return _HELLO.match(base) is not None and _COUPLED_NAME.search(base) is None
