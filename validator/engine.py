@@ -277,11 +277,17 @@ def _read_alone(script) -> bool:
     return script.quotes_job_text and script.embedding_heredoc is None
 
 
+def _read_copy(script) -> bool:
+    """shellcheck reads a copy of the script: a job that a text quotes (_read_alone), or one whose shell ends
+    before its last lines of code (Script.shell_ends: bash never reads them; a sh/Julia polyglot's Julia half)."""
+    return _read_alone(script) or script.shell_ends is not None
+
+
 def _copies_folder(shell: list[Target]):
     """A private temporary folder for the quoted jobs' copies, or None: none is quoted, or none of
     $TMPDIR, /tmp, /var/tmp, /usr/tmp takes one (tempfile's last resort, the working directory, may be
     the user's repository: not used); then shellcheck reads those texts whole, as before."""
-    if not any(_read_alone(t.script) for t in shell):
+    if not any(_read_copy(t.script) for t in shell):
         return None
     for folder in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp", "/usr/tmp"):
         if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
@@ -300,16 +306,17 @@ def _shellcheck_inputs(shell: list[Target], folder: str) -> dict[str, str]:
     reports a parse error inside the job (round two hundred and ninety-five: a ```{bash} chunk of
     an .Rmd report, `Expected a '}'` on the job's last line). A job that shell code around it
     writes (a here-document piped to sbatch) or a record's header above a job are shell: the whole
-    file is read, as bash reads it; so is a text that quotes `sbatch <<EOF` (_read_alone)."""
+    file is read, as bash reads it; so is a text that quotes `sbatch <<EOF` (_read_alone). Lines after the
+    command that ends the shell are blank in the copy (Script.shell_text)."""
     read_as = {}
     for number, target in enumerate(shell):
         script = target.script
         read_as[script.display] = script.display
-        if folder and _read_alone(script):
+        if folder and _read_copy(script):
             copy = os.path.join(folder, f"{number}.sh")
             try:
                 with open(copy, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                    handle.write(script.text)
+                    handle.write(script.shell_text)
             except OSError:
                 continue  # a full disk: shellcheck reads the whole text, as before
             read_as[script.display] = copy

@@ -29,6 +29,8 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
+# a line at the script's top level that may end the shell: `exit`, `exit 0`, `exec julia ... "$0"` (Script.shell_text)
+_MAY_END_SHELL = re.compile(r"^(exit|exec)\b.*\n(?=(.*\n)*?[ \t]*[^#\s])", re.M)
 class Heredoc(NamedTuple):
     """A here-document that a line opens, as bash reads it (bash(1), "Here Documents", bash 5.2): the
     delimiter is the word after quote removal; a word with any part quoted (`'EOF'`, `E"OF"`, `\\EOF`)
@@ -172,6 +174,18 @@ def _code_writes_job(lines: list[str], number: int) -> bool:
         and not _prose_above(lines[:number])
 
 
+def _opens_string(lines: list[str], number: int) -> bool:
+    """Line `number` (1-based, just above a job's first line) is shell code that opens a quoted string it does not
+    close (`echo '#!/bin/bash` ... `angsd ...' > zz8`, round 471's GWAS notes), not under prose: the #SBATCH lines
+    are text the code writes, and the file is that code."""
+    line = lines[number - 1]
+    if line.lstrip().startswith("#") or _prose_above(lines[:number]):
+        return False
+    single = line.count("'")
+    double = len(re.findall(r'(?<!\\)"', line))
+    return single % 2 == 1 and "'" in line.split("#", 1)[0] or double % 2 == 1 and single == 0
+
+
 def interpreter(first_line: str) -> str | None:
     """The program a '#!' line runs: `#!/bin/tcsh -f` -> tcsh, `#!/usr/bin/env -S bash -l` -> bash."""
     if not first_line.startswith("#!"):
@@ -234,7 +248,7 @@ class Script:
         first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), 0)
         while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
             first -= 1
-        return 1 if first > 0 and _code_writes_job(lines, first) else first + 1
+        return 1 if first > 0 and (_code_writes_job(lines, first) or _opens_string(lines, first)) else first + 1
 
     @cached_property
     def text(self) -> str:
@@ -383,11 +397,46 @@ class Script:
         return (self.source.text or "").splitlines()
 
     @cached_property
+    def shell_ends(self) -> int | None:
+        """The line (1-based) of the first command at the script's top level that ends the shell, where lines
+        of more than comments follow it: `exit`, or `exec` with a program (`exec julia ... "$0"`; `exec > log`
+        only redirects). bash reads and runs a script one command at a time (bash(1), "Shell Grammar": the
+        shell reads its input, parses it into commands, executes them), so it never reads what follows, not
+        even to find a syntax error: the Julia half of a sh/Julia polyglot job (`#=` ... `exit` ... `=#`,
+        round 472's ThreadPinning.jl job), notes kept below an `exit`. A candidate line counts where the text
+        up to it parses whole and ends with that command (not inside an `if`, a function, a here-document or
+        a continued line); at most three are tried, each a parse of the text above it. None where none holds."""
+        if not self.shell_language:
+            return None
+        from validator.shell import parse_shell_tree
+        for tried, found in enumerate(_MAY_END_SHELL.finditer(self.text)):
+            if tried == 3:
+                break
+            root = parse_shell_tree(self.text[:found.end()].encode("utf-8", "surrogateescape")).root_node
+            last = [child for child in root.children if child.type != "comment"][-1:]
+            if root.has_error or not last:
+                continue
+            command = last[0].child_by_field_name("body") if last[0].type == "redirected_statement" else last[0]
+            name = command.child_by_field_name("name") if command is not None and command.type == "command" else None
+            word = name.text if name is not None else b""
+            if word == b"exit" or word == b"exec" and command.children_by_field_name("argument"):
+                return self.text.count("\n", 0, found.end())
+        return None
+
+    @cached_property
+    def shell_text(self) -> str:
+        """The text bash runs: Script.text, the lines after the command that ends the shell blank (shell_ends)."""
+        if self.shell_ends is None:
+            return self.text
+        lines = self.text.split("\n")
+        return "\n".join(lines[:self.shell_ends]) + "\n" * (len(lines) - self.shell_ends)
+
+    @cached_property
     def shell(self):
         from validator.shell import ShellScript, parse_shell  # tree-sitter is loaded only when a rule needs it
         if not self.shell_language:
             return ShellScript()  # another language (tcsh, Python): nothing in it is bash to read
-        return parse_shell(self.text)
+        return parse_shell(self.shell_text)
 
 
 @dataclass

@@ -188,6 +188,33 @@ def _status_read_next(node) -> bool:
     return following is not None and (b"$?" in following.text or b"PIPESTATUS" in following.text)
 
 
+def _tested_by_if(node) -> bool:
+    """The srun is in the condition of an `if` (or `elif`) whose branches exit non-zero (`if ! srun bwa ... |
+    samtools view ...; then echo failed; exit 1; fi`: round 472's NeSI GATK job): the author tests the step and
+    fails the job on it; what the test misses is the pipeline's business (pipefail: the pipeline check above)."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type not in ("program", "function_definition"):
+        if parent.type in ("if_statement", "elif_clause") and any(
+                c.start_byte <= child.start_byte and child.end_byte <= c.end_byte
+                for c in parent.children_by_field_name("condition")):
+            return _exits_failed(parent, child)
+        child, parent = parent, parent.parent
+    return False
+
+
+def _exits_failed(statement, condition) -> bool:
+    """A command of `statement` outside `condition` is `exit N` with N a number other than 0, or `exit $?`-like."""
+    stack = [c for c in statement.children if c != condition]
+    while stack:
+        node = stack.pop()
+        if node.type == "command":
+            words = node.text.decode("utf-8", "replace").split()
+            if words[:1] == ["exit"] and len(words) > 1 and words[1].strip("\"'") not in ("0", ""):
+                return True
+        stack.extend(node.children)
+    return False
+
+
 def _first_word(node) -> str:
     """'exit' of 'exit 1', not of 'exit_status=$?' (which keeps srun's status: a use of $?)."""
     words = node.text.decode("utf-8", "replace").split(None, 1)
@@ -274,6 +301,8 @@ def _risks(script, sourced_shells=()):
         # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
         nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
                   and _statement(c.node).type == "if_statement" and not (session and session_tool(shell, c))]
+        if nested and _tested_by_if(nested[-1].node):
+            return  # `if ! srun ...; then exit 1; fi`: the last step's failure fails the job
         foreground = nested[-1:]
     if errexit or not foreground:
         return

@@ -12,7 +12,8 @@ header (#SBATCH lines after a command) and submits a follow-up is still a job.
 In the default profile, a job that another file of its repository submits with a time limit on sbatch's
 command line (`sbatch -t $TIME_LIMIT .../sbatch_${RUN_MODEL}_test.sh`) is bounded: command-line options
 override the script's (sbatch.1 at both tags; _submitted_with_time below); so is a script that requires WALLTIME,
-MLPerf's run.sub, whose submission passes `-t $WALLTIME` (_MLPERF_WALLTIME below).
+MLPerf's run.sub, whose submission passes `-t $WALLTIME` (_MLPERF_WALLTIME below); and so is a job that keeps, below
+the command that ends its shell, the sbatch command with a time limit that submits it (_records_own_submission).
 """
 import fnmatch
 import os
@@ -39,7 +40,7 @@ def check(target):
         return
     times = parsed.get("time")
     if not times and not target.strict and (_submitted_with_time(script.source.path, target.repo_root)
-                                            or _requires_walltime(script)):
+                                            or _requires_walltime(script) or _records_own_submission(script)):
         return
     if not times:
         yield (script.display, 1, 1, "no #SBATCH --time: a hung job holds its nodes until the partition's limit")
@@ -71,6 +72,17 @@ def _requires_walltime(script) -> bool:
         and e.line not in written and not in_function(e.node) for e in shell.expansions)
 
 
+def _records_own_submission(script) -> bool:
+    """Below the command that ends the shell (Script.shell_ends: bash never reads those lines), the file keeps the
+    sbatch command that submits it with a time limit (round 472's RepEnrich2 wrapper: `exit`, then `sbatch ...
+    --time=4320 ... ${PWD}/RepEnrich2_array_wrapper.bash`): its author's record of how it is submitted."""
+    if script.shell_ends is None:
+        return False
+    rest = "\n".join((script.source.text or "").split("\n")[script.shell_ends:])
+    name = os.path.basename(str(script.source.path))
+    return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1]) for pattern in _patterns(rest))
+
+
 def _writes_jobs(script) -> bool:
     """A submitter whose #SBATCH lines are all text it writes (a here-document, a string over lines)."""
     ignored = script.parsed.ignored_directives
@@ -99,8 +111,10 @@ _MAX_ENTRIES = 50000  # names listed in all, read or not
 _MAX_BYTES = 256 * 1024  # per file (source.read_source's bound); a submitter is a short script or a note
 _MAX_TOTAL = 16 * 1024 * 1024  # read in all
 _SEGMENT_END = re.compile(r"\|\|?|;|&&?|`|\s#")  # a command ends at a pipe, a list, `&`, a backtick, a comment
-_TOKEN = re.compile(r"[^\s'\"\[\](),`]+")
+# a word, quoted parts and all (`--job-name="RepEnrich2"` is one word, its quotes then dropped)
+_TOKEN = re.compile(r"(?:[^\s'\"\[\](),`]+|\"[^\"\n]*\"|'[^'\n]*')+")
 _FIELD = re.compile(r"\$\{[^}]*\}|\$\w+|\{[^}]*\}|%\(\w+\)s|%s")
+_SUBSTITUTION = re.compile(r"\$\([^()]*\)")
 _LITERAL_NEEDED = 4  # `sbatch -t 10 $JOB.sh` names no file: only a name with letters of its own counts
 
 
@@ -180,8 +194,10 @@ def _patterns(text: str):
         stripped = line.lstrip()
         if "sbatch" not in line or stripped.startswith("#"):
             continue
+        # `--mail-user=$(tail -1 ~/.forward)`: a command substitution is one word of the value, not the job
+        line = _SUBSTITUTION.sub("$SUBSTITUTED", line)
         for segment in _SEGMENT_END.split(line):
-            words = _TOKEN.findall(segment)
+            words = [word.replace('"', "").replace("'", "") for word in _TOKEN.findall(segment)]
             at = next((i for i, w in enumerate(words) if w == "sbatch" or w.endswith("/sbatch")), None)
             if at is None:
                 continue
