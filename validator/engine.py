@@ -390,13 +390,19 @@ def _crlf_parse(finding: Finding, script) -> bool:
 
 # parse errors at an unfilled `<token>` (SC1019: `if [ -d <dir> ]` leaves -d without its argument)
 _TEMPLATE_PARSE_ERRORS = PARSE_ERRORS | {"SC1019"}
+# a line of the body that is one Jinja expression (`{{ slurm_stage_env or '' }}`): its `{{` opens a brace group that
+# bash never sees closed, so shellcheck's parse error lands at the end of the file, not on the line
+_TEMPLATE_LINE = re.compile(r"^\s*\{\{.*\}\}\s*$")
+_UNCLOSED_GROUP = _TEMPLATE_PARSE_ERRORS | {"SC1056"}  # SC1056: "Expected a '}'"
+_JINJA = re.compile(r"\{\{.*?\}\}")  # a Jinja expression (a %(name)s token alone in the commands is no template)
 
 
 def unrendered_template(finding: Finding, script) -> bool:
     """A default-profile shellcheck finding about a template's unrendered text, not the job's code:
     - any finding in a file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}),
       or under a folder named by a template token (`{{cookiecutter.project_slug}}/`): a tool renders it
-      before sbatch;
+      before sbatch; and one on a line of the body that holds a Jinja {{ }} expression, or a parse error in a
+      file with a line that is one such expression;
     - a parse error at a `<token>` (`source <source>`, `python <dir>/run.py`) in a file whose directives
       hold a person's placeholders (`#SBATCH --account=<account>`): sbatch-bad-value reports that file
       once as a template to fill in before sbatch ("reported once, for every placeholder line"), and the
@@ -407,6 +413,9 @@ def unrendered_template(finding: Finding, script) -> bool:
         return False
     if script.parsed.template_lines or script.parsed.engine_lines or script.in_rendered_folder:
         return True
+    if _JINJA.search(finding_line(finding, script)) or finding.rule in _UNCLOSED_GROUP and any(
+            _TEMPLATE_LINE.match(line) for line in script.lines):
+        return True  # `{{ slurm_stage_env or '' }}` as a line of the body (round 476's DVC stage job): rendered first
     if finding.rule not in _TEMPLATE_PARSE_ERRORS or not ANGLE_TOKEN.search(finding_line(finding, script)):
         return False
     from validator.rules.sbatch_bad_value import template_placeholder_lines

@@ -235,10 +235,13 @@ def _one_node(parsed, asked, strict) -> bool:
     """The job has one node: --nodes=1, or (outside presets, which take the node count at submission)
     neither --nodes nor more than one task asked, in a job that does not take whole nodes: one that
     asks every GPU (8), all memory (--mem=0) or --exclusive and no node count is meant for
-    `sbatch -N` (Azure's fairseq sample says so in its readme)."""
+    `sbatch -N` (Azure's fairseq sample says so in its readme); not one that asks a single GPU a node."""
     if "nodes" in asked:
         return asked["nodes"] in ("1", "1-1")
-    whole = exclusive_nodes(parsed) or all_memory(parsed) or (requested_gpus_per_node(parsed) or 0) >= 8
+    gpus = requested_gpus_per_node(parsed)
+    # a job that asks one GPU a node is sized for one GPU: its --exclusive is the site's whole-node policy (NERSC's
+    # Cori GPU profiling jobs, round 477), not a multi-node job waiting for `sbatch -N`
+    whole = (exclusive_nodes(parsed) or all_memory(parsed)) and gpus != 1 or (gpus or 0) >= 8
     return not strict and not whole and asked.get("ntasks", "1") == "1"
 
 
@@ -771,7 +774,8 @@ def _opaque_script(shell, command) -> bool:
     tasks are as often independent copies (an echo of each task's host, a share of a file list, a
     per-node daemon) as ranks of one program. Judged on read rounds: 14 false, 5 true (rounds 29, 43,
     44, 62, 72, 91, 102, 114, 117 against round fifty's and one hundred and eleven's): the strict
-    profile only. A script in a job that names MASTER_ADDR, NCCL, torch, MPI or a training stays reported."""
+    profile only. A script in a job that names MASTER_ADDR, NCCL, torch, MPI or a training stays reported. A file
+    with no suffix counts where its path names a scripts folder (`$MAGPIE_SCRIPTS_HOME/magpie-run`)."""
     program = step_program(command, shell)
     if program is None:
         return False
@@ -779,7 +783,13 @@ def _opaque_script(shell, command) -> bool:
     if _program_name(shell, program) in ("bash", "sh"):
         rest = program_words(command, program)
         word = rest[0] if rest else None
-    return word is not None and (word.value or word.raw).strip("\"'").endswith(".sh")
+    if word is None:
+        return False
+    text = (word.value or word.raw).strip("\"'")
+    folder, _, name = text.rpartition("/")
+    # `$MAGPIE_SCRIPTS_HOME/magpie-setup-core` (round 475's Magpie Spark job): a file with no suffix in a folder
+    # the path calls scripts is a script too
+    return text.endswith(".sh") or "." not in name and re.search(r"(?i)script", folder) is not None
 
 
 def _ends_after_first_exit(shell, own) -> bool:

@@ -42,6 +42,8 @@ In an interactive session (interactive_session of launch-kill-on-bad-exit: a not
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
 has no status a trailer hides (round three hundred and fifty-seven).
+Nor is an srun in the condition of an `if` whose branches exit non-zero (`if ! srun ...; then exit 1; fi`):
+its status is tested (round 472's NeSI GATK job).
 A lost srun status is not reported where the batch shell then tests the work's results and exits
 non-zero when a test fails (checks_results_after in rules/base.py: `if [ ! -f ocean.output ]; then
 exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
