@@ -358,6 +358,8 @@ def unwrap(command: Command) -> Command | None:
             text = args[i].value
             if text is None:
                 break
+            if wrapper == "command" and re.fullmatch(r"-p?[vV]p?", text):
+                return None  # `command -v srun` prints where srun is and runs nothing (bash(1), command builtin)
             if text.startswith("-") or "=" in text:
                 valued = text in _WRAPPER_VALUED.get(wrapper, ())
                 continue

@@ -14,6 +14,7 @@ command line (`sbatch -t $TIME_LIMIT .../sbatch_${RUN_MODEL}_test.sh`) is bounde
 override the script's (sbatch.1 at both tags; _submitted_with_time below); so is a script that requires WALLTIME,
 MLPerf's run.sub, whose submission passes `-t $WALLTIME` (_MLPERF_WALLTIME below); and so is a job that keeps, below
 the command that ends its shell, the sbatch command with a time limit that submits it (_records_own_submission).
+A #BSUB -W or #PBS -l walltime= line gives the limit in any profile: sbatch translates it (_translated_time).
 """
 import fnmatch
 import os
@@ -39,6 +40,8 @@ def check(target):
     if not is_batch_script(script) or included or script.quotes_job_text or _writes_jobs(script):
         return
     times = parsed.get("time")
+    if not times and _translated_time(script.source.text or ""):
+        return  # `#PBS -l walltime=00:10:00`: sbatch translates it into --time
     if not times and not target.strict and (_submitted_with_time(script.source.path, target.repo_root)
                                             or _requires_walltime(script) or _records_own_submission(script)):
         return
@@ -70,6 +73,32 @@ def _requires_walltime(script) -> bool:
     return shell is not None and any(
         e.name == "WALLTIME" and e.node is not None and _MLPERF_WALLTIME.match(e.node.text)
         and e.line not in written and not in_function(e.node) for e in shell.expansions)
+
+
+def _translated_time(text: str) -> bool:
+    """sbatch translates the script's #BSUB, else #PBS, lines into its own options unless --ignore-pbs (xlate_batch_script
+    in src/sbatch/xlate.c, called after the #SBATCH lines from _process_options in src/sbatch/opt.c, at
+    slurm-22-05-0-1 and slurm-26-05-1-1): `#BSUB -W 30` becomes --time, so does `#PBS -l walltime=00:10:00`
+    (_parse_pbs_resource_list; round 480's kwyk job). Only one kind is translated (#BSUB first, when the script has
+    such a line), read while no more than 100 lines that are not comments have gone by."""
+    found: dict = {"#BSUB": [], "#PBS": []}
+    code = 0
+    for line in text.split("\n"):
+        if not line.startswith("#"):
+            code += 1
+            if code > 100:
+                break
+            continue
+        for magic, words in found.items():
+            if line.startswith(magic):
+                words.extend(line[len(magic):].split())
+    bsub = found["#BSUB"]
+    if bsub:
+        return any(word == "-W" and at + 1 < len(bsub) or word.startswith("-W") and len(word) > 2
+                   for at, word in enumerate(bsub))
+    words = found["#PBS"]
+    return any(("walltime=" in (words[at + 1] if word == "-l" and at + 1 < len(words) else word[2:]))
+               for at, word in enumerate(words) if word.startswith("-l"))
 
 
 def _records_own_submission(script) -> bool:
