@@ -76,8 +76,8 @@ def _requires_walltime(script) -> bool:
 
 
 def _translated_time(text: str) -> bool:
-    """sbatch translates the script's #BSUB, else #PBS, lines into its own options unless --ignore-pbs (xlate_batch_script
-    in src/sbatch/xlate.c, called after the #SBATCH lines from _process_options in src/sbatch/opt.c, at
+    """sbatch translates the script's #BSUB, else #PBS, lines into its own options unless --ignore-pbs
+    (xlate_batch_script in src/sbatch/xlate.c, called after the #SBATCH lines from _process_options in src/sbatch/opt.c, at
     slurm-22-05-0-1 and slurm-26-05-1-1): `#BSUB -W 30` becomes --time, so does `#PBS -l walltime=00:10:00`
     (_parse_pbs_resource_list; round 480's kwyk job). Only one kind is translated (#BSUB first, when the script has
     such a line), read while no more than 100 lines that are not comments have gone by."""
