@@ -392,9 +392,11 @@ def _crlf_parse(finding: Finding, script) -> bool:
 _TEMPLATE_PARSE_ERRORS = PARSE_ERRORS | {"SC1019"}
 # a line of the body that is one Jinja expression (`{{ slurm_stage_env or '' }}`): its `{{` opens a brace group that
 # bash never sees closed, so shellcheck's parse error lands at the end of the file, not on the line
-_TEMPLATE_LINE = re.compile(r"^\s*\{\{.*\}\}\s*$")
+_TEMPLATE_LINE = re.compile(r"^\s*\{\{\s*[A-Za-z_].*\}\}\s*$")
 _UNCLOSED_GROUP = _TEMPLATE_PARSE_ERRORS | {"SC1056"}  # SC1056: "Expected a '}'"
-_JINJA = re.compile(r"\{\{.*?\}\}")  # a Jinja expression (a %(name)s token alone in the commands is no template)
+# a Jinja expression, which starts with a name (a %(name)s token alone in the commands is no template; docker's,
+# podman's and apptainer's Go format `{{.State.Status}}` is the command's own argument)
+_JINJA = re.compile(r"\{\{\s*[A-Za-z_][^{}]*\}\}")
 
 
 def unrendered_template(finding: Finding, script) -> bool:

@@ -174,6 +174,15 @@ def _code_writes_job(lines: list[str], number: int) -> bool:
         and not _prose_above(lines[:number])
 
 
+def _exec_runs(first) -> bool:
+    """`exec PROGRAM ...` replaces the shell: its first argument a literal word, not a redirection's file-descriptor
+    name (`exec {lock}>file`, `exec {BASH_XTRACEFD}>>log`: bash goes on) and not an expansion that may be empty
+    (`exec "$@"` with no arguments goes on too). `exit` with two words or more prints "too many arguments" and
+    goes on (bash 5.2), so only `exit` and `exit N` count."""
+    text = first.text.decode("utf-8", "replace")
+    return first.type == "word" and re.fullmatch(r"\{\w+\}", text) is None and "$" not in text
+
+
 def _opens_string(lines: list[str], number: int) -> bool:
     """Line `number` (1-based, just above a job's first line) is shell code that opens a quoted string it does not
     close (`echo '#!/bin/bash` ... `angsd ...' > zz8`, round 471's GWAS notes), not under prose: the #SBATCH lines
@@ -181,9 +190,21 @@ def _opens_string(lines: list[str], number: int) -> bool:
     line = lines[number - 1]
     if line.lstrip().startswith("#") or _prose_above(lines[:number]):
         return False
-    single = line.count("'")
-    double = len(re.findall(r'(?<!\\)"', line))
-    return single % 2 == 1 and "'" in line.split("#", 1)[0] or double % 2 == 1 and single == 0
+    quote, at = "", 0  # bash's quoting: no escapes inside '...', a backslash escapes inside "..." and outside
+    while at < len(line):
+        ch = line[at]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            at += 1
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (at == 0 or line[at - 1] in " \t;|&("):
+            break  # a comment: its quotes are text (`# the 12" build`)
+        at += 1
+    return quote != ""
 
 
 def interpreter(first_line: str) -> str | None:
@@ -419,7 +440,8 @@ class Script:
             command = last[0].child_by_field_name("body") if last[0].type == "redirected_statement" else last[0]
             name = command.child_by_field_name("name") if command is not None and command.type == "command" else None
             word = name.text if name is not None else b""
-            if word == b"exit" or word == b"exec" and command.children_by_field_name("argument"):
+            arguments = command.children_by_field_name("argument")
+            if word == b"exit" and len(arguments) <= 1 or word == b"exec" and arguments and _exec_runs(arguments[0]):
                 return self.text.count("\n", 0, found.end())
         return None
 

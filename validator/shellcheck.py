@@ -463,12 +463,8 @@ DATA_DEPENDENT = frozenset({"SC2144", "SC2071", "SC2091"})
 # blanks again, which is what these lines do (`echo "running ${cmd[@]}"`, `eval "$key=(${vals[@]})"`).
 # Over every judged round, 8 of 8 false.
 JOINED_AGAIN = frozenset({"SC2145"})
-# SC1075 (`else if` for `elif`): where the nested `if` has its own `fi`, bash runs the branches as written (round
-# 471's FULL-W2V template); where it has none, bash stops at the missing `fi` and shellcheck says so as a parse
-# error (SC1046, SC1073) beside it. Alone it is a style: over every judged round, 10 of 10 false.
-NESTED_AS_WRITTEN = frozenset({"SC1075"})
 STRICT_ONLY = frozenset({"SC2164", "SC2048", "SC2027", "SC2209", "SC2011", "SC2010", "SC2064", "SC2179", "SC2043",
-                         "SC2220", "SC2166"}) | DATA_DEPENDENT | JOINED_AGAIN | NESTED_AS_WRITTEN
+                         "SC2220", "SC2166"}) | DATA_DEPENDENT | JOINED_AGAIN
 
 
 def _command(binary: str, paths: list[str], optional: bool = True) -> list[str]:

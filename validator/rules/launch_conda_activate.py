@@ -67,6 +67,9 @@ def _setup_lines(shell) -> list[tuple[int, int]]:
     # a module named by a variable (`module load $PYMOD`) or a saved collection (`module restore env`) may be one
     lines += [(c.line, c.col) for c in shell.named("module", "ml")
               if any(a.value is None or a.value == "restore" or _SETUP_MODULE.search(a.value) for a in c.args)]
+    # a site's own environment loader naming conda (`uenv verbose miniconda3-py310`: UiS's GPU cluster, round 483)
+    lines += [(c.line, c.col) for c in shell.named("uenv")
+              if any(a.value and _SETUP_MODULE.search(a.value) and "conda" in a.value.lower() for a in c.args)]
     lines += [(node.start_point[0] + 1, node.start_point[1] + 1) for name, node in function_definitions(shell)
               if name == "conda"]
     return lines

@@ -14,7 +14,7 @@ MPI), not a script or program it hands over to; and not an MPI launcher alone wh
 import re
 
 from validator.model import OTHER_SHELLS, POSIX_SHELLS
-from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch, set_effect
+from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, always_runs, bad_batch, in_function, set_effect
 from validator.rules.srun import step_program
 from validator.shell import WRAPPERS
 
@@ -165,15 +165,17 @@ def _unset_before_steps(shell) -> bool:
     """`unset SLURM_EXPORT_ENV` right after the directives (the `--export=NONE` template of several centres:
     a clean batch shell, and steps that inherit it): srun finds no SLURM_EXPORT_ENV to read and exports its
     whole environment, its default (srun.1 at slurm-26-05-1-1, --export=ALL: "Default mode if --export is not
-    specified"; env_vars of src/srun/opt.c there reads the variable only where it is set). Only an unset
-    above every step starter the file shows, with no SLURM_EXPORT_ENV or SRUN_EXPORT_ENV assigned after it."""
-    unsets = [line for name, line, _ in shell.unsets if name == "SLURM_EXPORT_ENV"]
-    if not unsets:
-        return False
+    specified"; env_vars of src/srun/opt.c there reads the variable only where it is set). Only an unset that
+    always runs (the script's top level) above every step starter the file shows, none of them in a function, with
+    no SLURM_EXPORT_ENV assigned after it and no SRUN_EXPORT_ENV at all."""
+    unsets = [line for name, line, _, node in shell.unsets if name == "SLURM_EXPORT_ENV" and always_runs(node.parent)]
+    if not unsets or any(a.name == "SRUN_EXPORT_ENV" for a in shell.assignments):
+        return False  # SRUN_EXPORT_ENV is read over SLURM_EXPORT_ENV (env_vars in src/srun/opt.c)
     first = min(unsets)
-    starters = [c.line for c in shell.commands if _shown_starter(shell, c)]
-    assigned = [a.line for a in shell.assignments if a.name in ("SLURM_EXPORT_ENV", "SRUN_EXPORT_ENV")]
-    return all(line > first for line in starters) and all(line < first for line in assigned)
+    starters = [c for c in shell.commands if _shown_starter(shell, c)]
+    assigned = [a.line for a in shell.assignments if a.name == "SLURM_EXPORT_ENV"]
+    # a step in a function may be called before the unset: only steps of the batch shell's own code count
+    return all(c.line > first and not in_function(c.node) for c in starters) and all(line < first for line in assigned)
 
 
 def check(target):

@@ -35,7 +35,7 @@ SLURM_GPUS_ON_NODE (the node's count) would be the wrong one.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, always_runs, as_int, asks_gpus, bad_batch, exclusive_nodes,
+from validator.rules.base import (GOOD_BATCH, always_runs, as_int, asks_gpus, bad_batch, enclosing, exclusive_nodes,
                                   launcher_commands, launcher_steps,
                                   non_ascii_number, requested_gpus_per_node, step_gpus_per_node)
 ID = "launch-gpu-count"
@@ -172,10 +172,17 @@ def _own_numbers(shell, parsed) -> list:
         if any(a.exported for a in mine):
             return []
         numbers = [(a.line, a.col, as_int(a.value)) for a in mine if always_runs(a.node) and not a.conditional]
-        # `unset SLURM_GPUS_PER_NODE` (anywhere: in a branch it may run) ends the own number from there on
-        gone = [(line, col, None) for name, line, col in shell.unsets if name == "SLURM_GPUS_PER_NODE"]
+        # `unset SLURM_GPUS_PER_NODE` in the batch shell (a branch may run it; a subshell or a function never called
+        # leaves the number set) ends the own number from there on
+        gone = [(line, col, None) for name, line, col, node in shell.unsets
+                if name == "SLURM_GPUS_PER_NODE" and _unsets_here(node)]
         return sorted(numbers + gone) if numbers else []
     return shell.once("own SLURM_GPUS_PER_NODE", find)
+
+
+def _unsets_here(node) -> bool:
+    """The unset runs in the batch shell itself: not in a subshell, a command substitution or a function."""
+    return enclosing(node, ("subshell", "command_substitution", "function_definition", "process_substitution")) is None
 
 
 def _own_number(own: list, word) -> int | None:

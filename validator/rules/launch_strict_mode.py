@@ -191,29 +191,45 @@ def _status_read_next(node) -> bool:
 
 
 def _tested_by_if(node) -> bool:
-    """The srun is in the condition of an `if` (or `elif`) whose branches exit non-zero (`if ! srun bwa ... |
-    samtools view ...; then echo failed; exit 1; fi`: round 472's NeSI GATK job): the author tests the step and
-    fails the job on it; what the test misses is the pipeline's business (pipefail: the pipeline check above)."""
+    """The srun is in the condition of an `if` whose branch that runs when the step fails exits with a literal
+    non-zero status (`if ! srun bwa ... | samtools view ...; then echo failed; exit 1; fi`: round 472's NeSI GATK
+    job; `if srun ...; then ...; else exit 1; fi`): the author tests the step and fails the job on it; what the test
+    misses is the pipeline's business (pipefail: the pipeline check above). In the `else` of `if srun`, `exit $rc`
+    after `rc=$?` keeps the failed status; not `exit $?` in the `then` of `if !`, where $? is the negated status, 0; not an exit in a subshell, a function or an `elif`, or one that runs on
+    success; not where an `elif` may take the failure."""
     child, parent = node, node.parent
-    while parent is not None and parent.type not in ("program", "function_definition"):
-        if parent.type in ("if_statement", "elif_clause") and any(
-                c.start_byte <= child.start_byte and child.end_byte <= c.end_byte
-                for c in parent.children_by_field_name("condition")):
-            return _exits_failed(parent, child)
+    while parent is not None and parent.type not in ("program", "function_definition", "elif_clause"):
+        if parent.type == "if_statement":
+            conditions = [c for i, c in enumerate(parent.children) if parent.field_name_for_child(i) == "condition"]
+            if any(c.start_byte <= child.start_byte and child.end_byte <= c.end_byte for c in conditions):
+                return _failure_branch_exits(parent, conditions)
         child, parent = parent, parent.parent
     return False
 
 
-def _exits_failed(statement, condition) -> bool:
-    """A command of `statement` outside `condition` is `exit N` with N a number other than 0, or `exit $?`-like."""
-    stack = [c for c in statement.children if c != condition]
-    while stack:
-        node = stack.pop()
-        if node.type == "command":
-            words = node.text.decode("utf-8", "replace").split()
-            if words[:1] == ["exit"] and len(words) > 1 and words[1].strip("\"'") not in ("0", ""):
-                return True
-        stack.extend(node.children)
+def _failure_branch_exits(statement, conditions) -> bool:
+    """The branch of `statement` that runs when its condition fails holds a statement `exit N`, N a literal number
+    whose status (N mod 256) is not 0."""
+    negated = conditions[0].text.lstrip().startswith(b"!")
+    kinds = [c.type for c in statement.children]
+    if negated:
+        start = kinds.index("then") + 1 if "then" in kinds else len(kinds)
+        stop = next((i for i in range(start, len(kinds)) if kinds[i] in ("elif_clause", "else_clause", "fi")),
+                    len(kinds))
+        branch = statement.children[start:stop]
+    elif "elif_clause" in kinds or "else_clause" not in kinds:
+        return False
+    else:
+        branch = statement.children[kinds.index("else_clause")].children
+    for statement_node in branch:
+        words = statement_node.text.decode("utf-8", "replace").split() if statement_node.type == "command" else []
+        if len(words) != 2 or words[0] != "exit":
+            continue
+        if words[1].isdigit() and int(words[1]) % 256:
+            return True
+        # in the `else` of `if srun ...`, $? (kept as `rc=$?; exit $rc`) is the step's failed status
+        if not negated and words[1].strip('"').startswith("$"):
+            return True
     return False
 
 

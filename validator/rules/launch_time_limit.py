@@ -140,8 +140,10 @@ _MAX_ENTRIES = 50000  # names listed in all, read or not
 _MAX_BYTES = 256 * 1024  # per file (source.read_source's bound); a submitter is a short script or a note
 _MAX_TOTAL = 16 * 1024 * 1024  # read in all
 _SEGMENT_END = re.compile(r"\|\|?|;|&&?|`|\s#")  # a command ends at a pipe, a list, `&`, a backtick, a comment
-# a word, quoted parts and all (`--job-name="RepEnrich2"` is one word, its quotes then dropped)
-_TOKEN = re.compile(r"(?:[^\s'\"\[\](),`]+|\"[^\"\n]*\"|'[^'\n]*')+")
+_TOKEN = re.compile(r"[^\s'\"\[\](),`]+")
+# `--job-name="RepEnrich2"`: an option's quoted value without blanks, glued to its option (its quotes dropped first:
+# _TOKEN splits at quotes, so that a whole quoted command, `os.system("sbatch --time=2:00:00 job.sbatch")`, is read)
+_GLUED_VALUE = re.compile(r"=([\"'])([^\"'\s]*)\1")
 _FIELD = re.compile(r"\$\{[^}]*\}|\$\w+|\{[^}]*\}|%\(\w+\)s|%s")
 _SUBSTITUTION = re.compile(r"\$\([^()]*\)")
 _LITERAL_NEEDED = 4  # `sbatch -t 10 $JOB.sh` names no file: only a name with letters of its own counts
@@ -226,7 +228,7 @@ def _patterns(text: str):
         # `--mail-user=$(tail -1 ~/.forward)`: a command substitution is one word of the value, not the job
         line = _SUBSTITUTION.sub("$SUBSTITUTED", line)
         for segment in _SEGMENT_END.split(line):
-            words = [word.replace('"', "").replace("'", "") for word in _TOKEN.findall(segment)]
+            words = _TOKEN.findall(_GLUED_VALUE.sub(r"=\2", segment))
             at = next((i for i, w in enumerate(words) if w == "sbatch" or w.endswith("/sbatch")), None)
             if at is None:
                 continue

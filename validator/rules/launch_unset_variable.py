@@ -32,7 +32,8 @@ shell.bash hook)"`), or a file of its own repository that it sources and that is
 there a near-miss of an array element (`${MODELS[$CODE]}`) is not reported (round three hundred and sixty-three:
 MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
 DEFAULT_MODEL); a plain `$NNODE` for NNODES still is. Nor a near-miss whose own assignment the script keeps
-commented out (`#TSTATE_ARGS=...`) and expands unquoted: a switch left off, its words vanish (WESTPA's template).
+commented out (`#TSTATE_ARGS=...`) and expands as a whole unquoted argument, not an option's value: a switch left
+off, its words vanish (WESTPA's template).
 """
 import difflib
 import re
@@ -158,6 +159,17 @@ _SWITCHED_OFF = re.compile(r"^\s*#+\s*(?:export\s+)?([A-Za-z_]\w*)=", re.M)
 _EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-]+)")
 
 
+def _vanishes(node) -> bool:
+    """The expansion is a whole argument of its command, unquoted, and not an option's value (`--epochs $N` would
+    hand --epochs the next word): empty, it adds no word and takes none away (`$WORK_DIR/*` is `/*`)."""
+    parent = node.parent
+    if parent is None or parent.type != "command" or node.type != "simple_expansion" and node.type != "expansion":
+        return False
+    before = node.prev_named_sibling
+    text = before.text.decode("utf-8", "replace") if before is not None else ""
+    return not (before is not None and before.type == "word" and text.startswith("-") and "=" not in text)
+
+
 def _unseen_setters(target, unread_own) -> bool:
     """Names the script may be given where the file does not show them: an `eval` of a program's output
     (not a CODE_PRINTER's, which sets only its own: `eval "$(conda shell.bash hook)"`), or a file of
@@ -209,8 +221,7 @@ def check(target):
         if unseen and text.startswith("${") and "[" in text:
             continue  # an array a sourced file not there to read (or an eval of a program's output) may fill
         close = _near_miss(name, index)
-        if close and name in switched_off and expansion.node.parent is not None \
-                and expansion.node.parent.type != "string":
+        if close and name in switched_off and _vanishes(expansion.node):
             continue  # `#TSTATE_ARGS=...` then `w_init $BSTATE_ARGS $TSTATE_ARGS`: the switch is off
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
