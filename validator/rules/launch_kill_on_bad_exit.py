@@ -1047,7 +1047,8 @@ def check(target):
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
-                or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own, target.release)
+                or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,
+                                                                          target.release)
                                                          or _hello_program(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,

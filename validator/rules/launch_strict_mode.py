@@ -191,12 +191,13 @@ def _status_read_next(node) -> bool:
 
 
 def _tested_by_if(node) -> bool:
-    """The srun is in the condition of an `if` whose branch that runs when the step fails exits with a literal
-    non-zero status (`if ! srun bwa ... | samtools view ...; then echo failed; exit 1; fi`: round 472's NeSI GATK
-    job; `if srun ...; then ...; else exit 1; fi`): the author tests the step and fails the job on it; what the test
-    misses is the pipeline's business (pipefail: the pipeline check above). In the `else` of `if srun`, `exit $rc`
-    after `rc=$?` keeps the failed status; not `exit $?` in the `then` of `if !`, where $? is the negated status, 0; not an exit in a subshell, a function or an `elif`, or one that runs on
-    success; not where an `elif` may take the failure."""
+    """The srun is in the condition of an `if` whose branch that runs when the step fails exits with a literal non-zero
+    status (`if ! srun bwa ... | samtools view ...; then echo failed; exit 1; fi`: round 472's NeSI GATK job;
+    `if srun ...; then ...; else exit 1; fi`): the author tests the step and fails the job on it; what the test
+    misses is the pipeline's business (pipefail: the pipeline check above). In the `else` of `if srun`, `exit
+    $rc` after `rc=$?` keeps the failed status; not `exit $?` in the `then` of `if !`, where $? is the negated
+    status, 0; not an exit in a subshell, a function or an `elif`, or one that runs on success; not where an
+    `elif` may take the failure."""
     child, parent = node, node.parent
     while parent is not None and parent.type not in ("program", "function_definition", "elif_clause"):
         if parent.type == "if_statement":
