@@ -386,7 +386,7 @@ HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##|#{3,}_[A-Za-z][A-Za-z0-
 # ENTER YOUR JOB NAME HERE *]` (round 482's Carpentries lesson): a whole value in square brackets with a blank in it,
 # which no option's value is (node lists and constraints hold none; a path with `[final version]` in it is a path)
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
-                         r"|(?<=[=\s])\[[^\[\]\n]*\s[^\[\]\n]*\](?=\s|$)"
+                         r"|(?<=[=\s])\[[^\[\]\s]*\s[^\[\]\n]*\](?=\s|$)"
                          r"|(?<![A-Za-z0-9.])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 

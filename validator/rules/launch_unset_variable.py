@@ -152,7 +152,7 @@ _WRITTEN = re.compile(r"^\s*(?:(?:export|local|readonly|declare|typeset)(?:\s+-\
 # `#TSTATE_ARGS="--tstate-file ..."`: an assignment the author commented out, a switch left off (WESTPA's init
 # template beside BSTATE_ARGS, round 475): where its name is expanded unquoted (optional words that vanish when
 # empty), the empty expansion is what the author chose. A quoted one passes an empty word: still reported.
-_SWITCHED_OFF = re.compile(r"^\s*#+\s*(?:export\s+)?([A-Za-z_]\w*)=", re.M)
+_SWITCHED_OFF = re.compile(r"^[ \t]*#+[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=", re.M)  # [ \t]: one line (linear)
 
 
 # `eval "$(PROGRAM ...)"`, `eval $(PROGRAM ...)`: the program's output is the code (`command`/`builtin` skipped)
