@@ -277,11 +277,17 @@ def _read_alone(script) -> bool:
     return script.quotes_job_text and script.embedding_heredoc is None
 
 
+def _read_copy(script) -> bool:
+    """shellcheck reads a copy of the script: a job that a text quotes (_read_alone), or one whose shell ends
+    before its last lines of code (Script.shell_ends: bash never reads them; a sh/Julia polyglot's Julia half)."""
+    return _read_alone(script) or script.shell_ends is not None
+
+
 def _copies_folder(shell: list[Target]):
     """A private temporary folder for the quoted jobs' copies, or None: none is quoted, or none of
     $TMPDIR, /tmp, /var/tmp, /usr/tmp takes one (tempfile's last resort, the working directory, may be
     the user's repository: not used); then shellcheck reads those texts whole, as before."""
-    if not any(_read_alone(t.script) for t in shell):
+    if not any(_read_copy(t.script) for t in shell):
         return None
     for folder in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp", "/usr/tmp"):
         if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
@@ -300,16 +306,17 @@ def _shellcheck_inputs(shell: list[Target], folder: str) -> dict[str, str]:
     reports a parse error inside the job (round two hundred and ninety-five: a ```{bash} chunk of
     an .Rmd report, `Expected a '}'` on the job's last line). A job that shell code around it
     writes (a here-document piped to sbatch) or a record's header above a job are shell: the whole
-    file is read, as bash reads it; so is a text that quotes `sbatch <<EOF` (_read_alone)."""
+    file is read, as bash reads it; so is a text that quotes `sbatch <<EOF` (_read_alone). Lines after the
+    command that ends the shell are blank in the copy (Script.shell_text)."""
     read_as = {}
     for number, target in enumerate(shell):
         script = target.script
         read_as[script.display] = script.display
-        if folder and _read_alone(script):
+        if folder and _read_copy(script):
             copy = os.path.join(folder, f"{number}.sh")
             try:
                 with open(copy, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                    handle.write(script.text)
+                    handle.write(script.shell_text)
             except OSError:
                 continue  # a full disk: shellcheck reads the whole text, as before
             read_as[script.display] = copy
@@ -383,13 +390,21 @@ def _crlf_parse(finding: Finding, script) -> bool:
 
 # parse errors at an unfilled `<token>` (SC1019: `if [ -d <dir> ]` leaves -d without its argument)
 _TEMPLATE_PARSE_ERRORS = PARSE_ERRORS | {"SC1019"}
+# a line of the body that is one Jinja expression (`{{ slurm_stage_env or '' }}`): its `{{` opens a brace group that
+# bash never sees closed, so shellcheck's parse error lands at the end of the file, not on the line
+_TEMPLATE_LINE = re.compile(r"^\s*\{\{\s*[A-Za-z_].*\}\}\s*$")
+_UNCLOSED_GROUP = _TEMPLATE_PARSE_ERRORS | {"SC1056"}  # SC1056: "Expected a '}'"
+# a Jinja expression, which starts with a name (a %(name)s token alone in the commands is no template; docker's,
+# podman's and apptainer's Go format `{{.State.Status}}` is the command's own argument)
+_JINJA = re.compile(r"\{\{\s*[A-Za-z_][^{}]*\}\}")
 
 
 def unrendered_template(finding: Finding, script) -> bool:
     """A default-profile shellcheck finding about a template's unrendered text, not the job's code:
     - any finding in a file with {{ }} placeholders in its directives or Jinja's own lines ({% include %}),
       or under a folder named by a template token (`{{cookiecutter.project_slug}}/`): a tool renders it
-      before sbatch;
+      before sbatch; and one on a line of the body that holds a Jinja {{ }} expression, or a parse error in a
+      file with a line that is one such expression;
     - a parse error at a `<token>` (`source <source>`, `python <dir>/run.py`) in a file whose directives
       hold a person's placeholders (`#SBATCH --account=<account>`): sbatch-bad-value reports that file
       once as a template to fill in before sbatch ("reported once, for every placeholder line"), and the
@@ -400,6 +415,9 @@ def unrendered_template(finding: Finding, script) -> bool:
         return False
     if script.parsed.template_lines or script.parsed.engine_lines or script.in_rendered_folder:
         return True
+    if _JINJA.search(finding_line(finding, script)) or finding.rule in _UNCLOSED_GROUP and any(
+            _TEMPLATE_LINE.match(line) for line in script.lines):
+        return True  # `{{ slurm_stage_env or '' }}` as a line of the body (round 476's DVC stage job): rendered first
     if finding.rule not in _TEMPLATE_PARSE_ERRORS or not ANGLE_TOKEN.search(finding_line(finding, script)):
         return False
     from validator.rules.sbatch_bad_value import template_placeholder_lines

@@ -29,6 +29,8 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
+# a line at the script's top level that may end the shell: `exit`, `exit 0`, `exec julia ... "$0"` (Script.shell_text)
+_MAY_END_SHELL = re.compile(r"^(exit|exec)\b.*\n(?=(.*\n)*?[ \t]*[^#\s])", re.M)
 class Heredoc(NamedTuple):
     """A here-document that a line opens, as bash reads it (bash(1), "Here Documents", bash 5.2): the
     delimiter is the word after quote removal; a word with any part quoted (`'EOF'`, `E"OF"`, `\\EOF`)
@@ -172,6 +174,39 @@ def _code_writes_job(lines: list[str], number: int) -> bool:
         and not _prose_above(lines[:number])
 
 
+def _exec_runs(first) -> bool:
+    """`exec PROGRAM ...` replaces the shell: its first argument a literal word, not a redirection's file-descriptor
+    name (`exec {lock}>file`, `exec {BASH_XTRACEFD}>>log`: bash goes on) and not an expansion that may be empty
+    (`exec "$@"` with no arguments goes on too). `exit` with two words or more prints "too many arguments" and
+    goes on (bash 5.2), so only `exit` and `exit N` count."""
+    text = first.text.decode("utf-8", "replace")
+    return first.type == "word" and re.fullmatch(r"\{\w+\}", text) is None and "$" not in text
+
+
+def _opens_string(lines: list[str], number: int) -> bool:
+    """Line `number` (1-based, just above a job's first line) is shell code that opens a quoted string it does not
+    close (`echo '#!/bin/bash` ... `angsd ...' > zz8`, round 471's GWAS notes), not under prose: the #SBATCH lines
+    are text the code writes, and the file is that code."""
+    line = lines[number - 1]
+    if line.lstrip().startswith("#") or _prose_above(lines[:number]):
+        return False
+    quote, at = "", 0  # bash's quoting: no escapes inside '...', a backslash escapes inside "..." and outside
+    while at < len(line):
+        ch = line[at]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            at += 1
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (at == 0 or line[at - 1] in " \t;|&("):
+            break  # a comment: its quotes are text (`# the 12" build`)
+        at += 1
+    return quote != ""
+
+
 def interpreter(first_line: str) -> str | None:
     """The program a '#!' line runs: `#!/bin/tcsh -f` -> tcsh, `#!/usr/bin/env -S bash -l` -> bash."""
     if not first_line.startswith("#!"):
@@ -234,7 +269,7 @@ class Script:
         first = next((i for i, line in enumerate(lines) if line.startswith("#SBATCH")), 0)
         while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
             first -= 1
-        return 1 if first > 0 and _code_writes_job(lines, first) else first + 1
+        return 1 if first > 0 and (_code_writes_job(lines, first) or _opens_string(lines, first)) else first + 1
 
     @cached_property
     def text(self) -> str:
@@ -383,11 +418,47 @@ class Script:
         return (self.source.text or "").splitlines()
 
     @cached_property
+    def shell_ends(self) -> int | None:
+        """The line (1-based) of the first command at the script's top level that ends the shell, where lines
+        of more than comments follow it: `exit`, or `exec` with a program (`exec julia ... "$0"`; `exec > log`
+        only redirects). bash reads and runs a script one command at a time (bash(1), "Shell Grammar": the
+        shell reads its input, parses it into commands, executes them), so it never reads what follows, not
+        even to find a syntax error: the Julia half of a sh/Julia polyglot job (`#=` ... `exit` ... `=#`,
+        round 472's ThreadPinning.jl job), notes kept below an `exit`. A candidate line counts where the text
+        up to it parses whole and ends with that command (not inside an `if`, a function, a here-document or
+        a continued line); at most three are tried, each a parse of the text above it. None where none holds."""
+        if not self.shell_language:
+            return None
+        from validator.shell import parse_shell_tree
+        for tried, found in enumerate(_MAY_END_SHELL.finditer(self.text)):
+            if tried == 3:
+                break
+            root = parse_shell_tree(self.text[:found.end()].encode("utf-8", "surrogateescape")).root_node
+            last = [child for child in root.children if child.type != "comment"][-1:]
+            if root.has_error or not last:
+                continue
+            command = last[0].child_by_field_name("body") if last[0].type == "redirected_statement" else last[0]
+            name = command.child_by_field_name("name") if command is not None and command.type == "command" else None
+            word = name.text if name is not None else b""
+            arguments = command.children_by_field_name("argument")
+            if word == b"exit" and len(arguments) <= 1 or word == b"exec" and arguments and _exec_runs(arguments[0]):
+                return self.text.count("\n", 0, found.end())
+        return None
+
+    @cached_property
+    def shell_text(self) -> str:
+        """The text bash runs: Script.text, the lines after the command that ends the shell blank (shell_ends)."""
+        if self.shell_ends is None:
+            return self.text
+        lines = self.text.split("\n")
+        return "\n".join(lines[:self.shell_ends]) + "\n" * (len(lines) - self.shell_ends)
+
+    @cached_property
     def shell(self):
         from validator.shell import ShellScript, parse_shell  # tree-sitter is loaded only when a rule needs it
         if not self.shell_language:
             return ShellScript()  # another language (tcsh, Python): nothing in it is bash to read
-        return parse_shell(self.text)
+        return parse_shell(self.shell_text)
 
 
 @dataclass

@@ -382,7 +382,11 @@ def _value_token_lines(script) -> set[int]:
 # value is a comment. So is `#####_np`, a run of '#' and a name (round one hundred and twenty-six: a
 # SAM driver's `sed "s;#####_np;${np};g"` writes run.slurm from run_orig.slrm).
 HASH_TOKEN = re.compile(r"##[A-Za-z][A-Za-z0-9_]{0,62}##|#{3,}_[A-Za-z][A-Za-z0-9_]{0,62}")
+# `--account=[budget code]` (round 476's CAMP job: "Replace [budget code] below with your project code"), `-J [*
+# ENTER YOUR JOB NAME HERE *]` (round 482's Carpentries lesson): a whole value in square brackets with a blank in it,
+# which no option's value is (node lists and constraints hold none; a path with `[final version]` in it is a path)
 PLACEHOLDER = re.compile(_TEMPLATE.pattern + "|" + HASH_TOKEN.pattern + r"|<[A-Za-z_][^<>]*>"
+                         r"|(?<=[=\s])\[[^\[\]\n]*\s[^\[\]\n]*\](?=\s|$)"
                          r"|(?<![A-Za-z0-9.])(?:TODO_|todo_)?(?:YOUR[-_A-Z]|[Yy]our(?:[-_]|[A-Z]|[/.](?=[A-Za-z])))\w*"
                          r"|\*?\bFIX_?ME\b\*?|\bFIX_?THIS\b|\b(?:CHANGE_?ME|changeme|REPLACE_?ME)\b")
 

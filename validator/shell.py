@@ -115,6 +115,7 @@ class ShellScript:
     has_errors: bool = False
     # functions the script exports to the programs it starts (`export -f run_node`, `declare -fx run_node`)
     exported_functions: set = field(default_factory=set)
+    unsets: list = field(default_factory=list)  # (name, line, col, node) of each variable an `unset` removes, in order
     too_deep: bool = False  # nested beyond MAX_DEPTH syntax-tree levels: the rules did not look deeper
     root: object = field(repr=False, default=None)  # the tree-sitter root, for rules that need more
     columns: object = field(repr=False, default=None)  # byte to character columns of this text
@@ -328,6 +329,12 @@ def _walk(root, out: ShellScript):
                     out.assignments.append(Assignment(child.text.decode("utf-8", "replace"), "", None, line, col,
                                                       True, conditional, child))
         else:
+            if kind == "unset_command":  # `unset NAME ...` (tree-sitter-bash's own node, not a command)
+                words = [c for c in node.children if c.type in ("variable_name", "word", "string", "raw_string")]
+                # `unset -f NAME` removes a function, not the variable; `unset "NAME"` removes NAME
+                if not any(c.text[:1] == b"-" and b"f" in c.text for c in words):
+                    out.unsets.extend((c.text.decode("utf-8", "replace").strip("\"'"), *_pos(c), c) for c in words
+                                      if c.text[:1] != b"-")
             if kind == "variable_assignment":
                 _assignment(node, out, exported=False, conditional=conditional)
             if kind in ("simple_expansion", "expansion"):
@@ -354,6 +361,8 @@ def unwrap(command: Command) -> Command | None:
             text = args[i].value
             if text is None:
                 break
+            if wrapper == "command" and re.fullmatch(r"-p?[vV]p?", text):
+                return None  # `command -v srun` prints where srun is and runs nothing (bash(1), command builtin)
             if text.startswith("-") or "=" in text:
                 valued = text in _WRAPPER_VALUED.get(wrapper, ())
                 continue

@@ -107,13 +107,18 @@ def is_submitter(script) -> bool:
     jobs with `cat > "$sbatchfile" <<EOF`, and a Quantum ESPRESSO submitter)."""
     if script is None or script.parsed.directives:
         return False
+    written = script.shell.text_lines()
+    ignored = script.parsed.ignored_directives
+    # every #SBATCH line is text it writes (`echo '#!/bin/bash` ... `#SBATCH -t 24:00:00` ... `' > zz8`, then `sbatch
+    # zz8`): a notebook of commands that writes and submits jobs, whatever else it runs (round 471's GWAS notes)
+    if ignored and all(d.line in written for d in ignored) and script.shell.named("sbatch"):
+        return True
     # a job that cut its own header (`module load` above the #SBATCH lines) and resubmits itself
     # (`sbatch "$0"`) runs job work of its own: a job, not a submitter
     if script.shell.named("srun") or any(job_work(c) for c in script.shell.commands):
         return False
     # its own code reads what only a job has (`cd "$SLURM_SUBMIT_DIR"`, `afterok:$SLURM_JOB_ID`): a job
     # that cut its own header and submits a follow-up, not a submitter run on the login node
-    written = script.shell.text_lines()
     if any(e.name in JOB_ONLY_VARIABLES and e.line not in written for e in script.shell.expansions):
         return False
     if script.shell.named("sbatch"):

@@ -318,6 +318,39 @@ def _collected_later_in_body(loop, at: int, starts: list[int], body_waits: dict)
     return any(starts[last_start] < wait < loop.end_byte for wait in body_waits.get(loop.id, ()))
 
 
+def _busy_calls(shell, background) -> list[int]:
+    """Sorted start bytes of the calls of functions that start background work, themselves or through a function
+    they call (each name's calls read once: linear in the commands)."""
+    calls: dict = {}
+    for command in shell.commands:
+        if command.node is not None:
+            calls.setdefault(command.name, []).append(command)
+    busy = {name for c in background if (name := _function_name(c.node)) is not None}
+    queue, found = list(busy), []
+    while queue:
+        for call in calls.get(queue.pop(), ()):
+            found.append(call.node.start_byte)
+            caller = _function_name(call.node)
+            if caller is not None and caller not in busy:
+                busy.add(caller)
+                queue.append(caller)
+    return sorted(found)
+
+
+def _collected_in_block(node, placed: list[int], busy_calls: list[int]) -> bool:
+    """A bare wait of a function's body that an earlier bare wait of the same block precedes, with no background
+    command and no call of a function that starts one between them (round 479's SNVcaller: `wait` after four
+    callers in the background, then processing in the foreground, then a second `wait`): the first collected all."""
+    before = node.prev_named_sibling
+    while before is not None and not (before.type == "command" and before.text.strip() == b"wait"):
+        before = before.prev_named_sibling
+    if before is None:
+        return False
+    def inside(points):
+        return bisect.bisect_left(points, node.start_byte) > bisect.bisect_right(points, before.end_byte)
+    return not inside(placed) and not inside(busy_calls)
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
@@ -331,6 +364,8 @@ def check(target):
         return
     first = min(c.node.start_byte for c in background)
     starts = _starts(shell, background)
+    placed = sorted(c.node.start_byte for c in background)  # where each background command stands in the text
+    busy_calls = _busy_calls(shell, background)
     previous = -1  # the last bare wait that surely ran: it collected what started before it
     body_waits = _body_waits(shell)
     arms: dict = {}  # the arms of each if/case statement, found once
@@ -340,7 +375,7 @@ def check(target):
         at = command.node.start_byte
         checked = False  # one step collected, and the batch shell then tests what it left behind
         if _function_name(command.node) is not None:  # runs wherever it is called: as before
-            started = at > first
+            started = at > first and not _collected_in_block(command.node, placed, busy_calls)
         else:
             # work started since, less what another arm of an if/case around the wait started
             since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous) \

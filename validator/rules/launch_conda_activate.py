@@ -58,15 +58,20 @@ _NO_FALLBACK = frozenset({"exit", "return", "true", ":", "echo", "printf", "fals
 _RE_LOGIN = re.compile(rb"\bexec[ \t]+(?:/\S*/)?(?:bash|sh)[ \t]+(?:-\w*l\w*|--login)\b")
 
 
-def _setup_lines(shell) -> list[int]:
-    """Lines of the commands that may define conda's shell function (see the premise)."""
-    lines = [c.line for c in shell.named("source", ".", "eval")]
-    lines += [c.line for c in shell.named("builtin", "command")
+def _setup_lines(shell) -> list[tuple[int, int]]:
+    """Where (line, column) the commands that may define conda's shell function stand (see the premise): also one
+    before the activate on its own line (`source .../anaconda3/bin/activate; conda activate ENV`, round 476)."""
+    lines = [(c.line, c.col) for c in shell.named("source", ".", "eval")]
+    lines += [(c.line, c.col) for c in shell.named("builtin", "command")
               if c.args and c.args[0].value in ("source", ".", "eval")]
     # a module named by a variable (`module load $PYMOD`) or a saved collection (`module restore env`) may be one
-    lines += [c.line for c in shell.named("module", "ml")
+    lines += [(c.line, c.col) for c in shell.named("module", "ml")
               if any(a.value is None or a.value == "restore" or _SETUP_MODULE.search(a.value) for a in c.args)]
-    lines += [node.start_point[0] + 1 for name, node in function_definitions(shell) if name == "conda"]
+    # a site's own environment loader naming conda (`uenv verbose miniconda3-py310`: UiS's GPU cluster, round 483)
+    lines += [(c.line, c.col) for c in shell.named("uenv")
+              if any(a.value and _SETUP_MODULE.search(a.value) and "conda" in a.value.lower() for a in c.args)]
+    lines += [(node.start_point[0] + 1, node.start_point[1] + 1) for name, node in function_definitions(shell)
+              if name == "conda"]
     return lines
 
 
@@ -168,7 +173,7 @@ def check(target):
             name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""
             if setups or name not in called or name in exported:
                 continue  # set up somewhere first, never run by this shell, or run by a step's own shell
-        elif first_setup is not None and first_setup < command.line:
+        elif first_setup is not None and first_setup < (command.line, command.col):
             continue
         if _falls_back(command.node) or _env_programs_by_path(shell, command):
             continue

@@ -1,21 +1,20 @@
 """--export=NONE is inherited by every srun step, which then starts without PATH; set SLURM_EXPORT_ENV=ALL or pass srun --export.
 
-Premise: sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job (src/sbatch/opt.c at
-slurm-22-05-0-1 and slurm-26-05-1-1) and srun reads SLURM_EXPORT_ENV as its --export (env_vars in
-src/srun/libsrun/opt.c at slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): every step starts
-without PATH. Holds for: 22.05-26.05. Not where the script sets SRUN_EXPORT_ENV (which srun reads over
-SLURM_EXPORT_ENV) or SLURM_EXPORT_ENV to ALL. A script that starts no step (no srun, no MPI launcher,
-which bootstraps its ranks through srun under Slurm, no other script or program it hands the job
-to) runs only in the batch shell, which keeps its environment: nothing to report. In a script
-nobody here wrote (the default profile) only a step the file shows counts (_SHOWN_STARTERS: srun,
-an MPI launcher, DeepSpeed told to launch through MPI), not a script or program it hands over to; and not an
-MPI launcher alone where the job loads a Hydra MPI (Intel MPI, MPICH, MVAPICH2: _hydra_mpi), whose ranks get the
-launcher's environment from their proxies.
+Premise: sbatch --export=NONE sets SLURM_EXPORT_ENV=NONE in the job (src/sbatch/opt.c at slurm-22-05-0-1 and
+slurm-26-05-1-1) and srun reads SLURM_EXPORT_ENV as its --export (env_vars in src/srun/libsrun/opt.c at
+slurm-22-05-0-1, src/srun/opt.c at slurm-26-05-1-1): every step starts without PATH. Holds for: 22.05-26.05. Not
+where the script sets SRUN_EXPORT_ENV (which srun reads over SLURM_EXPORT_ENV) or SLURM_EXPORT_ENV to ALL, or
+unsets SLURM_EXPORT_ENV above its steps. A script that starts no step (no srun, no MPI launcher, which
+bootstraps its ranks through srun under Slurm, no other script or program it hands the job to) runs only in the
+batch shell, which keeps its environment: nothing to report. In a script nobody here wrote (the default profile)
+only a step the file shows counts (_SHOWN_STARTERS: srun, an MPI launcher, DeepSpeed told to launch through
+MPI), not a script or program it hands over to; and not an MPI launcher alone where the job loads a Hydra MPI
+(Intel MPI, MPICH, MVAPICH2: _hydra_mpi), whose ranks get the launcher's environment from their proxies.
 """
 import re
 
 from validator.model import OTHER_SHELLS, POSIX_SHELLS
-from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, bad_batch, set_effect
+from validator.rules.base import GOOD_BATCH, MPI_LAUNCHERS, always_runs, bad_batch, in_function, set_effect
 from validator.rules.srun import step_program
 from validator.shell import WRAPPERS
 
@@ -162,13 +161,30 @@ def _steps_export_all(shell) -> bool:
 _ALL = re.compile(r"(?i)ALL(?:,|$)")
 
 
+def _unset_before_steps(shell) -> bool:
+    """`unset SLURM_EXPORT_ENV` right after the directives (the `--export=NONE` template of several centres:
+    a clean batch shell, and steps that inherit it): srun finds no SLURM_EXPORT_ENV to read and exports its
+    whole environment, its default (srun.1 at slurm-26-05-1-1, --export=ALL: "Default mode if --export is not
+    specified"; env_vars of src/srun/opt.c there reads the variable only where it is set). Only an unset that
+    always runs (the script's top level) above every step starter the file shows, none of them in a function, with
+    no SLURM_EXPORT_ENV assigned after it and no SRUN_EXPORT_ENV at all."""
+    unsets = [line for name, line, _, node in shell.unsets if name == "SLURM_EXPORT_ENV" and always_runs(node.parent)]
+    if not unsets or any(a.name == "SRUN_EXPORT_ENV" for a in shell.assignments):
+        return False  # SRUN_EXPORT_ENV is read over SLURM_EXPORT_ENV (env_vars in src/srun/opt.c)
+    first = min(unsets)
+    starters = [c for c in shell.commands if _shown_starter(shell, c)]
+    assigned = [a.line for a in shell.assignments if a.name == "SLURM_EXPORT_ENV"]
+    # a step in a function may be called before the unset: only steps of the batch shell's own code count
+    return all(c.line > first and not in_function(c.node) for c in starters) and all(line < first for line in assigned)
+
+
 def check(target):
     script = target.script
     export = script.parsed.value("export")
     if export is None or export.split(",")[0].upper() not in ("NONE", "NIL"):
         return
     shell = script.shell
-    if _steps_export_all(shell):
+    if _steps_export_all(shell) or _unset_before_steps(shell):
         return
     sruns = shell.named("srun")
     if sruns and all(c.has_flag("--export") for c in sruns):

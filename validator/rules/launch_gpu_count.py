@@ -35,7 +35,7 @@ SLURM_GPUS_ON_NODE (the node's count) would be the wrong one.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, always_runs, as_int, asks_gpus, bad_batch, exclusive_nodes,
+from validator.rules.base import (GOOD_BATCH, always_runs, as_int, asks_gpus, bad_batch, enclosing, exclusive_nodes,
                                   launcher_commands, launcher_steps,
                                   non_ascii_number, requested_gpus_per_node, step_gpus_per_node)
 ID = "launch-gpu-count"
@@ -163,15 +163,26 @@ def _own_numbers(shell, parsed) -> list:
     SLURM_GPUS_PER_NODE in the batch environment only from --gpus-per-node, and srun reads it from there as its
     own --gpus-per-node (env_vars in src/srun/opt.c at slurm-26-05-1-1, src/srun/libsrun/opt.c at
     slurm-22-05-0-1), so an exported or inherited one changes the step's request, not only the launcher's word.
-    Sorted (line, col, number) of such assignments, read once (a script of 10,000 assignments stays linear)."""
+    Sorted (line, col, number) of such assignments and of unsets (number None), read once (a script of 10,000
+    assignments stays linear)."""
     def find():
         if parsed.get("gpus-per-node"):
             return []
         mine = [a for a in shell.assignments if a.name == "SLURM_GPUS_PER_NODE"]
         if any(a.exported for a in mine):
             return []
-        return sorted((a.line, a.col, as_int(a.value)) for a in mine if always_runs(a.node) and not a.conditional)
+        numbers = [(a.line, a.col, as_int(a.value)) for a in mine if always_runs(a.node) and not a.conditional]
+        # `unset SLURM_GPUS_PER_NODE` in the batch shell (a branch may run it; a subshell or a function never called
+        # leaves the number set) ends the own number from there on
+        gone = [(line, col, None) for name, line, col, node in shell.unsets
+                if name == "SLURM_GPUS_PER_NODE" and _unsets_here(node)]
+        return sorted(numbers + gone) if numbers else []
     return shell.once("own SLURM_GPUS_PER_NODE", find)
+
+
+def _unsets_here(node) -> bool:
+    """The unset runs in the batch shell itself: not in a subshell, a command substitution or a function."""
+    return enclosing(node, ("subshell", "command_substitution", "function_definition", "process_substitution")) is None
 
 
 def _own_number(own: list, word) -> int | None:

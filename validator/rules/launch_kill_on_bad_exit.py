@@ -60,7 +60,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   interactive_server, payload_text, requested_gpus_per_node, shell_payload,
                                   srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
-from validator.sbatch import TEMPLATE, VALUE_TOKEN
+from validator.sbatch import TEMPLATE, VALUE_TOKEN, before
 from validator.shell import Word
 
 ID = "launch-kill-on-bad-exit"
@@ -231,14 +231,32 @@ def _job_tasks(asked) -> int | None:
     return nodes * per_node if nodes is not None and per_node is not None else None
 
 
+_OTHER_NODES = re.compile(r"--nnodes|MASTER_ADDR|rdzv|--hostfile")  # a rendezvous of several nodes (not a sized name)
+
+
+def _meets_other_nodes(parsed) -> bool:
+    """The script's words set up a rendezvous of several nodes (torchrun's --nnodes, MASTER_ADDR, a hostfile);
+    read once per script."""
+    found = getattr(parsed, "_meets_other_nodes", None)
+    if found is None:
+        found = _OTHER_NODES.search("\n".join(parsed.lines)) is not None
+        parsed._meets_other_nodes = found
+    return found
+
+
 def _one_node(parsed, asked, strict) -> bool:
     """The job has one node: --nodes=1, or (outside presets, which take the node count at submission)
     neither --nodes nor more than one task asked, in a job that does not take whole nodes: one that
     asks every GPU (8), all memory (--mem=0) or --exclusive and no node count is meant for
-    `sbatch -N` (Azure's fairseq sample says so in its readme)."""
+    `sbatch -N` (Azure's fairseq sample says so in its readme); not one that asks a single GPU a node."""
     if "nodes" in asked:
         return asked["nodes"] in ("1", "1-1")
-    whole = exclusive_nodes(parsed) or all_memory(parsed) or (requested_gpus_per_node(parsed) or 0) >= 8
+    gpus = requested_gpus_per_node(parsed)
+    # a job that asks one GPU a node is sized for one GPU: its --exclusive is the site's whole-node policy (NERSC's
+    # Cori GPU profiling jobs, round 477), not a multi-node job waiting for `sbatch -N`, unless its own words meet
+    # other nodes (`torchrun --nnodes=$SLURM_NNODES --rdzv_endpoint=$MASTER_ADDR`)
+    whole = (exclusive_nodes(parsed) or all_memory(parsed)) and (gpus != 1 or _meets_other_nodes(parsed)) \
+        or (gpus or 0) >= 8
     return not strict and not whole and asked.get("ntasks", "1") == "1"
 
 
@@ -452,8 +470,12 @@ def _first_operand(words, start: int, value_options) -> int:
 
 
 # Options of `apptainer|singularity exec` that take the next word as their value.
+# apptainer-exec(1) and apptainer-run(1) (apptainer 1.4, cobra's `--name=""` or `=[]`: a value): `--app NAME` names
+# an app inside the image, which is the next word
 _RUNTIME_VALUE_OPTIONS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir",
-                          "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch"}
+                          "-o", "--overlay", "--mount", "--security", "--network", "--network-args", "-S", "--scratch",
+                          "--app", "--add-caps", "--drop-caps", "--apply-cgroups", "--authfile", "--cwd", "--dns",
+                          "--hostname", "--fusemount"}
 
 
 # Package managers' subcommands that set up software on each node (round 457's cloud-lab playbooks: `srun -N 4 -n 4
@@ -761,13 +783,17 @@ def _independent(shell, command) -> bool:
 
 
 
+_SCRIPTS_FOLDER = re.compile(r"(?i)(?:^|[${_])scripts?(?:$|[_}])")
+
+
 def _opaque_script(shell, command) -> bool:
     """The step runs a shell script the validator cannot see into (`srun ./hello.sh`, `srun bash
     task.sh`) in a job script that shows no sign of a distributed program (_SIGNS, "file"): its
     tasks are as often independent copies (an echo of each task's host, a share of a file list, a
     per-node daemon) as ranks of one program. Judged on read rounds: 14 false, 5 true (rounds 29, 43,
     44, 62, 72, 91, 102, 114, 117 against round fifty's and one hundred and eleven's): the strict
-    profile only. A script in a job that names MASTER_ADDR, NCCL, torch, MPI or a training stays reported."""
+    profile only. A script in a job that names MASTER_ADDR, NCCL, torch, MPI or a training stays reported. A file
+    with no suffix counts where its path names a scripts folder (`$MAGPIE_SCRIPTS_HOME/magpie-run`)."""
     program = step_program(command, shell)
     if program is None:
         return False
@@ -775,7 +801,14 @@ def _opaque_script(shell, command) -> bool:
     if _program_name(shell, program) in ("bash", "sh"):
         rest = program_words(command, program)
         word = rest[0] if rest else None
-    return word is not None and (word.value or word.raw).strip("\"'").endswith(".sh")
+    if word is None:
+        return False
+    text = (word.value or word.raw).strip("\"'")
+    folder, _, name = text.rpartition("/")
+    # `$MAGPIE_SCRIPTS_HOME/magpie-setup-core` (round 475's Magpie Spark job): a file with no suffix right in a folder
+    # the path calls scripts (`scripts/`, `$SCRIPTS_HOME`, `${SCRIPT_DIR}`) is a script too; not a build folder
+    # under it (`$SCRIPT_DIR/../build/lmp`) nor a word that only holds the letters (`transcripts/bin/xhpl`)
+    return text.endswith(".sh") or "." not in name and _SCRIPTS_FOLDER.search(folder.rsplit("/", 1)[-1]) is not None
 
 
 def _ends_after_first_exit(shell, own) -> bool:
@@ -929,7 +962,7 @@ def _runtime_without_image(shell, command) -> bool:
 _SHARE_COUNT = re.compile(r"(?i)^--?(n|num)[_-]?(splits?|shards?|chunks?|slices?)$")
 
 
-def _shares_by_task(shell, parsed, command, own) -> bool:
+def _shares_by_task(shell, parsed, command, own, release=None) -> bool:
     """The program is told to cut the work into as many shares as the step has tasks (`srun python
     build_parent_sample.py ... --nsplits 10` in a job of 5 nodes x 2 tasks, round 450; `--num_shards $SLURM_NTASKS`):
     each task takes its own share by its task id and ends alone, as with `--shard=$SLURM_PROCID` (_own_shard).
@@ -941,13 +974,24 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
     words = program_words(command, program)
     asked = {name: parsed.value(name) for name in _TASK_COUNTS if parsed.get(name)}
     count = srun_option(shell, own, "--ntasks", "-n")
-    tasks = as_int(count.value) if count is not None else _job_tasks(asked)
+    job = _job_tasks(asked)
+    tasks = as_int(count.value) if count is not None else job
+    nodes = srun_option(shell, own, "--nodes", "-N")
+    if nodes is not None and as_int(nodes.value) is None:
+        nodes = None  # `--nodes="$SLURM_NNODES"`: as far as the words show, the job's own nodes
+    if count is None and nodes is not None and "ntasks-per-node" in asked and not before(release, "23.11"):
+        # `srun -N 1 ...` in a job of --ntasks-per-node=2: srun drops the SLURM_NTASKS it read from the job's
+        # environment and runs N x the per-node count (slurm_option_reset of ntasks in _opt_verify, src/srun/opt.c,
+        # from slurm-23-11-0-1 to slurm-26-05-1-1; 23.02 and before keep the job's count)
+        tasks = _job_tasks({"nodes": nodes.value, "ntasks-per-node": asked["ntasks-per-node"]})
+    # `$SLURM_NTASKS` is expanded by the batch shell: the job's count, the step's only where they agree
+    by_name = count is not None or nodes is None or tasks == job
     for at, word in enumerate(words):
         name, equals, value = (word.value or word.raw.strip("\"'")).partition("=")
         if not _SHARE_COUNT.match(name):
             continue
         raw = value if equals else (words[at + 1].raw if at + 1 < len(words) else "")
-        if _JOB_TASKS.match(raw) or tasks is not None and as_int(raw.strip("\"'")) == tasks:
+        if _JOB_TASKS.match(raw) and by_name or tasks is not None and as_int(raw.strip("\"'")) == tasks:
             return True
     return False
 
@@ -956,6 +1000,9 @@ def _shares_by_task(shell, parsed, command, own) -> bool:
 _HELLO = re.compile(r"(?i)^hello([-_.]|$)")
 # a hello world of a communication library by its name (hello_mpi, hello_world_nvshmem): its ranks meet
 _COUPLED_NAME = re.compile(r"(?i)mpi|shmem|nccl|rccl|upc|coarray|caf|dist|ddp|horovod|gasnet")
+
+
+_PYTHON_VALUE_OPTIONS = {"-W", "-X"}
 
 
 def _hello_program(shell, command) -> bool:
@@ -967,9 +1014,10 @@ def _hello_program(shell, command) -> bool:
         return False
     name = _program_name(shell, program)
     word = program
-    if name.startswith("python"):
-        rest = [w for w in program_words(command, program) if not (w.value or w.raw).startswith("-")]
-        word = rest[0] if rest else None
+    if name.startswith("python"):  # `python3 -W ignore hello.py`: -W and -X take the next word (python(1))
+        words = program_words(command, program)
+        at = _first_operand(words, 0, _PYTHON_VALUE_OPTIONS)
+        word = words[at] if at < len(words) else None
     text = (word.value or word.raw).strip("\"'") if word is not None else ""
     base = text.rsplit("/", 1)[-1]
     return _HELLO.match(base) is not None and _COUPLED_NAME.search(base) is None
@@ -999,7 +1047,8 @@ def check(target):
                 or _independent(shell, command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
-                or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own)
+                or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,
+                                                                          target.release)
                                                          or _hello_program(shell, command)):
             continue
         yield (target.script.display, command.line, command.col,

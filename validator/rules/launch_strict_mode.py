@@ -42,6 +42,8 @@ In an interactive session (interactive_session of launch-kill-on-bad-exit: a not
 background, its user ends the job) a step of its server's own program (`srun jupyter kernelspec list`) is no
 work; and work that is a service (runs_service: `mpirun dask-mpi ...`, which serves until the time limit)
 has no status a trailer hides (round three hundred and fifty-seven).
+Nor is an srun in the condition of an `if` whose branches exit non-zero (`if ! srun ...; then exit 1; fi`):
+its status is tested (round 472's NeSI GATK job).
 A lost srun status is not reported where the batch shell then tests the work's results and exits
 non-zero when a test fails (checks_results_after in rules/base.py: `if [ ! -f ocean.output ]; then
 exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
@@ -188,6 +190,50 @@ def _status_read_next(node) -> bool:
     return following is not None and (b"$?" in following.text or b"PIPESTATUS" in following.text)
 
 
+def _tested_by_if(node) -> bool:
+    """The srun is in the condition of an `if` whose branch that runs when the step fails exits with a literal non-zero
+    status (`if ! srun bwa ... | samtools view ...; then echo failed; exit 1; fi`: round 472's NeSI GATK job;
+    `if srun ...; then ...; else exit 1; fi`): the author tests the step and fails the job on it; what the test
+    misses is the pipeline's business (pipefail: the pipeline check above). In the `else` of `if srun`, `exit
+    $rc` after `rc=$?` keeps the failed status; not `exit $?` in the `then` of `if !`, where $? is the negated
+    status, 0; not an exit in a subshell, a function or an `elif`, or one that runs on success; not where an
+    `elif` may take the failure."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type not in ("program", "function_definition", "elif_clause"):
+        if parent.type == "if_statement":
+            conditions = [c for i, c in enumerate(parent.children) if parent.field_name_for_child(i) == "condition"]
+            if any(c.start_byte <= child.start_byte and child.end_byte <= c.end_byte for c in conditions):
+                return _failure_branch_exits(parent, conditions)
+        child, parent = parent, parent.parent
+    return False
+
+
+def _failure_branch_exits(statement, conditions) -> bool:
+    """The branch of `statement` that runs when its condition fails holds a statement `exit N`, N a literal number
+    whose status (N mod 256) is not 0."""
+    negated = conditions[0].text.lstrip().startswith(b"!")
+    kinds = [c.type for c in statement.children]
+    if negated:
+        start = kinds.index("then") + 1 if "then" in kinds else len(kinds)
+        stop = next((i for i in range(start, len(kinds)) if kinds[i] in ("elif_clause", "else_clause", "fi")),
+                    len(kinds))
+        branch = statement.children[start:stop]
+    elif "elif_clause" in kinds or "else_clause" not in kinds:
+        return False
+    else:
+        branch = statement.children[kinds.index("else_clause")].children
+    for statement_node in branch:
+        words = statement_node.text.decode("utf-8", "replace").split() if statement_node.type == "command" else []
+        if len(words) != 2 or words[0] != "exit":
+            continue
+        if words[1].isdigit() and int(words[1]) % 256:
+            return True
+        # in the `else` of `if srun ...`, $? (kept as `rc=$?; exit $rc`) is the step's failed status
+        if not negated and words[1].strip('"').startswith("$"):
+            return True
+    return False
+
+
 def _first_word(node) -> str:
     """'exit' of 'exit 1', not of 'exit_status=$?' (which keeps srun's status: a use of $?)."""
     words = node.text.decode("utf-8", "replace").split(None, 1)
@@ -274,6 +320,8 @@ def _risks(script, sourced_shells=()):
         # the work runs in `if` blocks (train, then eval): the last one's statement is the main one
         nested = [c for c in shell.named("srun") if not helper_step(shell, c) and not _backgrounded(c.node)
                   and _statement(c.node).type == "if_statement" and not (session and session_tool(shell, c))]
+        if nested and _tested_by_if(nested[-1].node):
+            return  # `if ! srun ...; then exit 1; fi`: the last step's failure fails the job
         foreground = nested[-1:]
     if errexit or not foreground:
         return

@@ -12,7 +12,9 @@ header (#SBATCH lines after a command) and submits a follow-up is still a job.
 In the default profile, a job that another file of its repository submits with a time limit on sbatch's
 command line (`sbatch -t $TIME_LIMIT .../sbatch_${RUN_MODEL}_test.sh`) is bounded: command-line options
 override the script's (sbatch.1 at both tags; _submitted_with_time below); so is a script that requires WALLTIME,
-MLPerf's run.sub, whose submission passes `-t $WALLTIME` (_MLPERF_WALLTIME below).
+MLPerf's run.sub, whose submission passes `-t $WALLTIME` (_MLPERF_WALLTIME below); and so is a job that keeps, below
+the command that ends its shell, the sbatch command with a time limit that submits it (_records_own_submission).
+A #BSUB -W or #PBS -l walltime= line gives the limit in any profile: sbatch translates it (_translated_time).
 """
 import fnmatch
 import os
@@ -38,8 +40,10 @@ def check(target):
     if not is_batch_script(script) or included or script.quotes_job_text or _writes_jobs(script):
         return
     times = parsed.get("time")
+    if not times and _translated_time(script.source.text or ""):
+        return  # `#PBS -l walltime=00:10:00`: sbatch translates it into --time
     if not times and not target.strict and (_submitted_with_time(script.source.path, target.repo_root)
-                                            or _requires_walltime(script)):
+                                            or _requires_walltime(script) or _records_own_submission(script)):
         return
     if not times:
         yield (script.display, 1, 1, "no #SBATCH --time: a hung job holds its nodes until the partition's limit")
@@ -71,6 +75,43 @@ def _requires_walltime(script) -> bool:
         and e.line not in written and not in_function(e.node) for e in shell.expansions)
 
 
+def _translated_time(text: str) -> bool:
+    """sbatch translates the script's #BSUB, else #PBS, lines into its own options unless --ignore-pbs
+    (xlate_batch_script in src/sbatch/xlate.c, called after the #SBATCH lines from _process_options in src/sbatch/opt.c, at
+    slurm-22-05-0-1 and slurm-26-05-1-1): `#BSUB -W 30` becomes --time, so does `#PBS -l walltime=00:10:00`
+    (_parse_pbs_resource_list; round 480's kwyk job). Only one kind is translated (#BSUB first, when the script has
+    such a line), read while no more than 100 lines that are not comments have gone by."""
+    found: dict = {"#BSUB": [], "#PBS": []}
+    code = 0
+    for line in text.split("\n"):
+        if not line.startswith("#"):
+            code += 1
+            if code > 100:
+                break
+            continue
+        for magic, words in found.items():
+            if line.startswith(magic):
+                words.extend(line[len(magic):].split())
+    bsub = found["#BSUB"]
+    if bsub:
+        return any(word == "-W" and at + 1 < len(bsub) or word.startswith("-W") and len(word) > 2
+                   for at, word in enumerate(bsub))
+    words = found["#PBS"]
+    return any(("walltime=" in (words[at + 1] if word == "-l" and at + 1 < len(words) else word[2:]))
+               for at, word in enumerate(words) if word.startswith("-l"))
+
+
+def _records_own_submission(script) -> bool:
+    """Below the command that ends the shell (Script.shell_ends: bash never reads those lines), the file keeps the
+    sbatch command that submits it with a time limit (round 472's RepEnrich2 wrapper: `exit`, then `sbatch ...
+    --time=4320 ... ${PWD}/RepEnrich2_array_wrapper.bash`): its author's record of how it is submitted."""
+    if script.shell_ends is None:
+        return False
+    rest = "\n".join((script.source.text or "").split("\n")[script.shell_ends:])
+    name = os.path.basename(str(script.source.path))
+    return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1]) for pattern in _patterns(rest))
+
+
 def _writes_jobs(script) -> bool:
     """A submitter whose #SBATCH lines are all text it writes (a here-document, a string over lines)."""
     ignored = script.parsed.ignored_directives
@@ -100,7 +141,11 @@ _MAX_BYTES = 256 * 1024  # per file (source.read_source's bound); a submitter is
 _MAX_TOTAL = 16 * 1024 * 1024  # read in all
 _SEGMENT_END = re.compile(r"\|\|?|;|&&?|`|\s#")  # a command ends at a pipe, a list, `&`, a backtick, a comment
 _TOKEN = re.compile(r"[^\s'\"\[\](),`]+")
+# `--job-name="RepEnrich2"`: an option's quoted value without blanks, glued to its option (its quotes dropped first:
+# _TOKEN splits at quotes, so that a whole quoted command, `os.system("sbatch --time=2:00:00 job.sbatch")`, is read)
+_GLUED_VALUE = re.compile(r"=([\"'])([^\"'\s]*)\1")
 _FIELD = re.compile(r"\$\{[^}]*\}|\$\w+|\{[^}]*\}|%\(\w+\)s|%s")
+_SUBSTITUTION = re.compile(r"\$\([^()]*\)")
 _LITERAL_NEEDED = 4  # `sbatch -t 10 $JOB.sh` names no file: only a name with letters of its own counts
 
 
@@ -180,8 +225,10 @@ def _patterns(text: str):
         stripped = line.lstrip()
         if "sbatch" not in line or stripped.startswith("#"):
             continue
+        # `--mail-user=$(tail -1 ~/.forward)`: a command substitution is one word of the value, not the job
+        line = _SUBSTITUTION.sub("$SUBSTITUTED", line)
         for segment in _SEGMENT_END.split(line):
-            words = _TOKEN.findall(segment)
+            words = _TOKEN.findall(_GLUED_VALUE.sub(r"=\2", segment))
             at = next((i for i, w in enumerate(words) if w == "sbatch" or w.endswith("/sbatch")), None)
             if at is None:
                 continue

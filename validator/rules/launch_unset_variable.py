@@ -31,7 +31,9 @@ does not show: an `eval` of a program's output other than an environment hook's 
 shell.bash hook)"`), or a file of its own repository that it sources and that is not there to read; and
 there a near-miss of an array element (`${MODELS[$CODE]}`) is not reported (round three hundred and sixty-three:
 MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
-DEFAULT_MODEL); a plain `$NNODE` for NNODES still is.
+DEFAULT_MODEL); a plain `$NNODE` for NNODES still is. Nor a near-miss whose own assignment the script keeps
+commented out (`#TSTATE_ARGS=...`) and expands as a whole unquoted argument, not an option's value: a switch left
+off, its words vanish (WESTPA's template).
 """
 import difflib
 import re
@@ -147,8 +149,25 @@ _HET_GROUP = re.compile(r"_(?:HET|PACK)_GROUP_[0-9]{1,4}$")
 _WRITTEN = re.compile(r"^\s*(?:(?:export|local|readonly|declare|typeset)(?:\s+-\w+)*\s+)?([A-Za-z_]\w*)(?:\[[^\]]*\])?\+?=")
 
 
+# `#TSTATE_ARGS="--tstate-file ..."`: an assignment the author commented out, a switch left off (WESTPA's init
+# template beside BSTATE_ARGS, round 475): where its name is expanded unquoted (optional words that vanish when
+# empty), the empty expansion is what the author chose. A quoted one passes an empty word: still reported.
+_SWITCHED_OFF = re.compile(r"^\s*#+\s*(?:export\s+)?([A-Za-z_]\w*)=", re.M)
+
+
 # `eval "$(PROGRAM ...)"`, `eval $(PROGRAM ...)`: the program's output is the code (`command`/`builtin` skipped)
 _EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-]+)")
+
+
+def _vanishes(node) -> bool:
+    """The expansion is a whole argument of its command, unquoted, and not an option's value (`--epochs $N` would
+    hand --epochs the next word): empty, it adds no word and takes none away (`$WORK_DIR/*` is `/*`)."""
+    parent = node.parent
+    if parent is None or parent.type != "command" or node.type != "simple_expansion" and node.type != "expansion":
+        return False
+    before = node.prev_named_sibling
+    text = before.text.decode("utf-8", "replace") if before is not None else ""
+    return not (before is not None and before.type == "word" and text.startswith("-") and "=" not in text)
 
 
 def _unseen_setters(target, unread_own) -> bool:
@@ -177,6 +196,7 @@ def check(target):
     known = slurm_variables()
     tested = {e.name for e in shell.expansions if _tested(e.node)}  # the script asks whether they are set
     reported: set = set()
+    switched_off = set(_SWITCHED_OFF.findall("\n".join(target.script.parsed.lines)))
     # a submitter's shell runs outside any job: a SLURM_ name there is its own setting, not Slurm's
     submitter = is_submitter(target.script)
     for expansion in shell.expansions:
@@ -201,6 +221,8 @@ def check(target):
         if unseen and text.startswith("${") and "[" in text:
             continue  # an array a sourced file not there to read (or an eval of a program's output) may fill
         close = _near_miss(name, index)
+        if close and name in switched_off and _vanishes(expansion.node):
+            continue  # `#TSTATE_ARGS=...` then `w_init $BSTATE_ARGS $TSTATE_ARGS`: the switch is off
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
             assigned = shell.assigned(close[0])

