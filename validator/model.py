@@ -438,7 +438,9 @@ class Script:
             if root.has_error or not last:
                 continue
             command = last[0].child_by_field_name("body") if last[0].type == "redirected_statement" else last[0]
-            name = command.child_by_field_name("name") if command is not None and command.type == "command" else None
+            if command is None or command.type != "command":
+                continue
+            name = command.child_by_field_name("name")
             word = name.text if name is not None else b""
             arguments = command.children_by_field_name("argument")
             if word == b"exit" and len(arguments) <= 1 or word == b"exec" and arguments and _exec_runs(arguments[0]):
