@@ -460,6 +460,10 @@ def _run_rules(target: Target) -> list[Finding]:
             continue
         for item in rule.check(target):
             out.append(rule.finding(item))
+    if not target.strict and target.script is not None and any(f.rule.startswith("launch-") for f in out):
+        from validator.rules.base import dead_branch_lines
+        dead = dead_branch_lines(target.script.shell)  # a branch that never runs as written (default profile)
+        out = [f for f in out if not (f.rule.startswith("launch-") and f.line in dead)]
     return out
 
 

@@ -1207,3 +1207,61 @@ def signal_name(word: str) -> str:
 def in_function(node) -> bool:
     """The node is inside a function's body (it runs only when the function is called)."""
     return enclosing(node, ("function_definition",)) is not None
+
+
+# `[ "$ARCH" = "EDISON" ]`, `[[ $MODE == train ]]`, `[ "${SITE}" != "cori" ]`: a test of one variable against a literal
+_CONSTANT_TEST = re.compile(r'^\[\[?\s+"?\$\{?([A-Za-z_]\w*)\}?"?\s+(==?|!=)\s+"?([\w./+:-]*)"?\s+\]\]?$')
+
+
+def dead_branch_lines(shell) -> frozenset:
+    """Lines of `if` branches that never run as the script is written: the test compares a variable that the script
+    assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
+    it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
+    before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again.
+    The other machines' branches are the author's menu, not the job's steps. Read once per script."""
+    def find():
+        assigned: dict = {}
+        for a in shell.assignments:
+            assigned.setdefault(a.name, []).append(a)
+        constants = {name: found[0] for name, found in assigned.items()
+                     if len(found) == 1 and always_runs(found[0].node) and not found[0].conditional
+                     and found[0].value is not None and "$" not in found[0].raw and "`" not in found[0].raw}
+        if not constants or shell.root is None:
+            return frozenset()
+        for name, *_ in shell.unsets:
+            constants.pop(name, None)
+        for command in shell.named("read", "getopts", "mapfile", "readarray"):
+            for word in command.args:
+                constants.pop(word.value or "", None)
+        tests, stack = [], [shell.root]
+        while stack:
+            node = stack.pop()
+            if node.type == "function_definition":
+                continue
+            stack.extend(node.children)
+            if node.type == "for_statement" and node.child_by_field_name("variable") is not None:
+                constants.pop(node.child_by_field_name("variable").text.decode("utf-8", "replace"), None)
+            elif node.type == "if_statement":
+                tests.append(node)
+        dead: set = set()
+        for node in tests:
+            kinds = [c.type for c in node.children]
+            conditions = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "condition"
+                          and c.type != ";"]
+            if "elif_clause" in kinds or len(conditions) != 1 or conditions[0].type != "test_command":
+                continue
+            found = _CONSTANT_TEST.match(conditions[0].text.decode("utf-8", "replace"))
+            constant = constants.get(found.group(1)) if found else None
+            if constant is None or constant.node.end_byte > node.start_byte:
+                continue
+            holds = (constant.value == found.group(3)) == (found.group(2) != "!=")
+            if holds and "else_clause" in kinds:
+                branch = node.children[kinds.index("else_clause")]
+                dead.update(range(branch.start_point[0] + 1, branch.end_point[0] + 2))
+            elif not holds:
+                start = kinds.index("then") + 1 if "then" in kinds else len(kinds)
+                stop = kinds.index("else_clause") if "else_clause" in kinds else len(kinds) - 1
+                for child in node.children[start:stop]:
+                    dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+        return frozenset(dead)
+    return shell.once("dead branch lines", find)

@@ -9,7 +9,8 @@ bootstraps its ranks through srun under Slurm, no other script or program it han
 batch shell, which keeps its environment: nothing to report. In a script nobody here wrote (the default profile)
 only a step the file shows counts (_SHOWN_STARTERS: srun, an MPI launcher, DeepSpeed told to launch through
 MPI), not a script or program it hands over to; and not an MPI launcher alone where the job loads a Hydra MPI
-(Intel MPI, MPICH, MVAPICH2: _hydra_mpi), whose ranks get the launcher's environment from their proxies.
+(Intel MPI, MPICH, MVAPICH2: _hydra_mpi; or sets Intel MPI's I_MPI_ variables), whose ranks get the launcher's
+environment from their proxies.
 """
 import re
 
@@ -82,7 +83,9 @@ def _hydra_mpi(shell) -> bool:
     false) run so. Open MPI's launcher starts its own daemons, a path not read here: still reported."""
     loaded = [(a.value or "") for c in shell.commands if c.name in ("module", "ml")
               for a in c.args if a.value and a.value not in ("load", "add", "purge", "swap", "use", "--force", "-f")]
-    return any(_HYDRA_MODULE.match(m) for m in loaded) and not any(_OPEN_MPI_MODULE.match(m) for m in loaded)
+    # Intel MPI's own settings (`export I_MPI_PIN_DOMAIN=...`: round 484's DisCoTec runs) name its launcher too
+    intel = any(a.name.startswith("I_MPI_") for a in shell.assignments)
+    return (intel or any(_HYDRA_MODULE.match(m) for m in loaded)) and not any(_OPEN_MPI_MODULE.match(m) for m in loaded)
 
 
 def _may_start_steps(shell, strict: bool = True) -> bool:

@@ -280,17 +280,34 @@ def _derived_fallback(expansions, targets: set) -> set:
 
 
 def _unread(shell, lines, expansions, targets: set) -> set:
-    """Holders of the script's folder that nothing reads: never expanded, not exported (a program the
-    job runs could read it), no `set -a`: the spool path goes nowhere (round fifty-eight: a DIR taken
-    from BASH_SOURCE in a job that never uses it)."""
+    """Holders of the script's folder that nothing reads: expanded only into other such holders or by echo and
+    printf, not exported (a program the job runs could read it), no `set -a`: the spool path goes nowhere (round
+    fifty-eight: a DIR taken from BASH_SOURCE in a job that never uses it)."""
     declared = declared_names(shell, lines)
     if declared is None:
         return set()  # set -a / set -o allexport: every assignment is exported
     if shell.named("source", ".") or any("${!" in line for line in lines):
         return set()  # a sourced file, or an indirect ${!name}, may read it
-    read = {e.name for e in expansions}
     exported = {a.name for a in shell.assignments if a.exported}
-    return {name for name in targets if name not in read and name not in exported and name not in declared}
+    # what each holder flows into (`BASEDIR=${BASEDIR:-${FWDIR}}`: FWDIR into BASEDIR), and which names a command
+    # other than echo or printf reads: a used name makes the names that flow into it used (round 481's FWDIR and
+    # BASEDIR, never read; round 483's SCRIPT_PATH, only echoed: 4 findings judged false)
+    flows: dict = {}
+    used = set(exported) | set(declared)
+    for e in expansions:
+        into = _assigned_name(e.node) if e.node is not None else None
+        if into is not None:
+            if into != e.name:
+                flows.setdefault(into, set()).add(e.name)
+        elif e.node is None or enclosing_command_name(e.node) not in ("echo", "printf"):
+            used.add(e.name)
+    queue = list(used)
+    while queue:
+        for name in flows.pop(queue.pop(), ()):
+            if name not in used:
+                used.add(name)
+                queue.append(name)
+    return {name for name in targets if name not in used}
 
 
 # `scontrol show job $SLURM_JOB_ID` prints the path the job was submitted with as Command=

@@ -255,10 +255,16 @@ _ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\[$`]")  # an odd number of backslashes
 _MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": MAIL_ALL}
 
 
+# PBS's word for a failed job: sbatch itself translates a #PBS `-m a` ("abort") into FAIL (_xlate_pbs_mail_type in
+# src/sbatch/xlate.c at slurm-22-05-0-1 and slurm-26-05-1-1); `--mail-type=BEGIN,END,ABORT` (round 486) meant FAIL
+_PBS_WORDS = {"ABORT": "FAIL"}
+
+
 def _lost(word: str, kept: list[str]) -> bool:
     """A skipped --mail-type word whose mail does not come: not a misspelling (one edit or so, difflib
-    ratio 0.75 or more) of an event that a kept one mails anyway."""
-    meant = difflib.get_close_matches(word.upper(), sorted(MAIL_EVENTS), n=1, cutoff=0.75)
+    ratio 0.75 or more) of an event that a kept one mails anyway, nor PBS's name of one (ABORT for FAIL)."""
+    meant = [_PBS_WORDS[word.upper()]] if word.upper() in _PBS_WORDS else \
+        difflib.get_close_matches(word.upper(), sorted(MAIL_EVENTS), n=1, cutoff=0.75)
     return not (meant and any(meant[0] in _MAILED_ANYWAY.get(event, ()) for event in kept))
 
 
