@@ -665,9 +665,18 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
     shorts = {info["short"]: name for name, info in current.items() if info.get("short")}
     options: list[Option] = []
     component = 0
-    for directive in directives:
+    # sbatch gathers the words of every #SBATCH line into one argument list before getopt reads it
+    # (_opt_batch_script in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1), so an option that ends its line
+    # takes the next line's first word as its value (`#SBATCH -p` then `#SBATCH gputest`: round 491's APEX tutorial)
+    taken = False  # the first word of this directive is the value of the option that ended the one before
+    for number, directive in enumerate(directives):
         tokens = directive.tokens
-        i = 0
+        i = 1 if taken else 0
+        taken = False
+        following = directives[number + 1].tokens if number + 1 < len(directives) else []
+        # (getopt would take a next word that begins with '-' too, and lose that option: still "needs a value" here)
+        spill = following[0].text if following and following[0].raw.lower() not in ("hetjob", "packjob") \
+            and not following[0].text.startswith("-") else None
         # `#SBATCH hetjob` (packjob before 20.02, deprecated since) separates the components of a
         # heterogeneous job: sbatch blanks the word and the options after it are the next
         # component's (_next_line / _opt_batch_script in src/sbatch/opt.c, slurm-22-05-0-1 and
@@ -692,6 +701,8 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
                         if i < len(tokens):
                             opt.value = tokens[i].text
                             i += 1
+                        elif spill is not None:
+                            opt.value, taken = spill, True
                         else:
                             opt.problem, opt.detail = "missing-argument", f"--{resolved} needs a value"
                 elif info and eq and info["arg"] == "no":
@@ -720,6 +731,8 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
                         if i < len(tokens):
                             opt.value = tokens[i].text
                             i += 1
+                        elif spill is not None:
+                            opt.value, taken = spill, True
                         else:
                             opt.problem, opt.detail = "missing-argument", f"-{letter} needs a value"
                     options.append(opt)

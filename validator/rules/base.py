@@ -1218,7 +1218,9 @@ def dead_branch_lines(shell) -> frozenset:
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
     it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
     before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again.
-    The other machines' branches are the author's menu, not the job's steps. Read once per script."""
+    The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
+    unconditional `continue` or `break` (round 490's CMB-S4 merge loop, switched off with a `continue`). Read once
+    per script."""
     def find():
         assigned: dict = {}
         for a in shell.assignments:
@@ -1226,14 +1228,14 @@ def dead_branch_lines(shell) -> frozenset:
         constants = {name: found[0] for name, found in assigned.items()
                      if len(found) == 1 and always_runs(found[0].node) and not found[0].conditional
                      and found[0].value is not None and "$" not in found[0].raw and "`" not in found[0].raw}
-        if not constants or shell.root is None:
+        if shell.root is None:
             return frozenset()
         for name, *_ in shell.unsets:
             constants.pop(name, None)
         for command in shell.named("read", "getopts", "mapfile", "readarray"):
             for word in command.args:
                 constants.pop(word.value or "", None)
-        tests, stack = [], [shell.root]
+        tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()
             if node.type == "function_definition":
@@ -1243,7 +1245,15 @@ def dead_branch_lines(shell) -> frozenset:
                 constants.pop(node.child_by_field_name("variable").text.decode("utf-8", "replace"), None)
             elif node.type == "if_statement":
                 tests.append(node)
+            elif node.type == "do_group":
+                bodies.append(node)
         dead: set = set()
+        for body in bodies:  # after an unconditional `continue` or `break` the rest of the body never runs
+            statements = [c for c in body.named_children if c.type != "comment"]
+            stop = next((at for at, c in enumerate(statements) if c.type == "command"
+                         and c.text.split()[:1] in ([b"continue"], [b"break"])), None)
+            for child in statements[stop + 1:] if stop is not None else ():
+                dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
         for node in tests:
             kinds = [c.type for c in node.children]
             conditions = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "condition"

@@ -28,12 +28,14 @@ no variable at all: a SLURM_ name there is the pipeline's own setting, left to t
 What the repository's files that the script sources set is set (base.sourced). In the default
 profile a SLURM_ name is also left to the near-miss check where the script may be given names the file
 does not show: an `eval` of a program's output other than an environment hook's (`eval "$(conda
-shell.bash hook)"`), or a file of its own repository that it sources and that is not there to read; and
+shell.bash hook)"`), a file it sources through a variable (`. $sizefile`), or a file of its own repository that
+it sources and that is not there to read; and
 there a near-miss of an array element (`${MODELS[$CODE]}`) is not reported (round three hundred and sixty-three:
 MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
 DEFAULT_MODEL); a plain `$NNODE` for NNODES still is. Nor a near-miss whose own assignment the script keeps
 commented out (`#TSTATE_ARGS=...`) and expands as a whole unquoted argument, not an option's value: a switch left
-off, its words vanish (WESTPA's template).
+off, its words vanish (WESTPA's template). Nor a name whose value is assigned to its near name
+(`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose).
 """
 import difflib
 import re
@@ -159,6 +161,15 @@ _SWITCHED_OFF = re.compile(r"^[ \t]*#+[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=", r
 _EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-]+)")
 
 
+def _assigned_to(node) -> str | None:
+    """The name a plain assignment gives this expansion to (`XNATHOST=${XNAT_HOST}`), or None."""
+    parent = node.parent
+    while parent is not None and parent.type in ("string", "concatenation"):
+        parent = parent.parent
+    name = parent.child_by_field_name("name") if parent is not None and parent.type == "variable_assignment" else None
+    return name.text.decode("utf-8", "replace") if name is not None else None
+
+
 def _vanishes(node) -> bool:
     """The expansion is a whole argument of its command, unquoted, and not an option's value (`--epochs $N` would
     hand --epochs the next word): empty, it adds no word and takes none away (`$WORK_DIR/*` is `/*`)."""
@@ -172,14 +183,18 @@ def _vanishes(node) -> bool:
 
 def _unseen_setters(target, unread_own) -> bool:
     """Names the script may be given where the file does not show them: an `eval` of a program's output
-    (not a CODE_PRINTER's, which sets only its own: `eval "$(conda shell.bash hook)"`), or a file of
-    its own repository that it sources and that is not there to read (`unread_own`, from
+    (not a CODE_PRINTER's, which sets only its own: `eval "$(conda shell.bash hook)"`), a file sourced through a
+    variable, or a file of its own repository that it sources and that is not there to read (`unread_own`, from
     base.sourced). Round one hundred and eighty-eight: a CI submitter whose SLURM_TIME_LIMIT comes from
     `eval "$(python3 - <<'PY' ...)"` and whose SLURM_JOB_RC comes from a function of a sourced helper."""
     for command in target.script.shell.named("eval"):
         found = _EVAL_OUTPUT.match(command.args[0].raw) if command.args else None
         if found and found.group(1).rsplit("/", 1)[-1] not in CODE_PRINTERS:
             return True
+    # `. $sizefile`: a file named by a variable, which no reader can open (round 489's HiCMA experiments fill their
+    # arrays from it), may set any name
+    if any(c.args and "$" in c.args[0].raw for c in target.script.shell.named("source", ".")):
+        return True
     return bool(unread_own)
 
 
@@ -223,6 +238,8 @@ def check(target):
         close = _near_miss(name, index)
         if close and name in switched_off and _vanishes(expansion.node):
             continue  # `#TSTATE_ARGS=...` then `w_init $BSTATE_ARGS $TSTATE_ARGS`: the switch is off
+        if close and _assigned_to(expansion.node) == close[0]:
+            continue  # `XNATHOST=${XNAT_HOST}`: the near name is made from this one, on purpose (round 490's DAX)
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
             assigned = shell.assigned(close[0])

@@ -252,7 +252,7 @@ _ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\[$`]")  # an odd number of backslashes
 # ("Ended ..., FAILED": job_completion_logger() in src/slurmctld/job_mgr.c tests FAIL, else END, at
 # slurm-22-05-0-1 and slurm-26-05-1-1); ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT
 # (parse_mail_type() in src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
-_MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": MAIL_ALL}
+MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": MAIL_ALL}
 
 
 # PBS's word for a failed job: sbatch itself translates a #PBS `-m a` ("abort") into FAIL (_xlate_pbs_mail_type in
@@ -265,7 +265,7 @@ def _lost(word: str, kept: list[str]) -> bool:
     ratio 0.75 or more) of an event that a kept one mails anyway, nor PBS's name of one (ABORT for FAIL)."""
     meant = [_PBS_WORDS[word.upper()]] if word.upper() in _PBS_WORDS else \
         difflib.get_close_matches(word.upper(), sorted(MAIL_EVENTS), n=1, cutoff=0.75)
-    return not (meant and any(meant[0] in _MAILED_ANYWAY.get(event, ()) for event in kept))
+    return not (meant and any(meant[0] in MAILED_ANYWAY.get(event, ()) for event in kept))
 
 
 def _mail_type(script, option):

@@ -71,6 +71,9 @@ _SHAPE = frozenset({"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "
                     "extra-node-info"})
 _DEFAULTS = {"nodes": ("1", (), _SHAPE),
              "ntasks": ("1", ("SLURM_NTASKS", "SLURM_NPROCS"), _SHAPE),
+             # one task on the one node; SLURM_NTASKS_PER_NODE only where the option is given (set_envs in
+             # src/sbatch/opt.c at slurm-26-05-1-1: `ntasks_per_node != NO_VAL`; round 491's pixel-list job)
+             "ntasks-per-node": ("1", ("SLURM_NTASKS_PER_NODE",), _SHAPE),
              "cpus-per-task": ("1", ("SLURM_CPUS_PER_TASK",), frozenset({"cpus-per-task", "cpus-per-gpu"}))}
 
 

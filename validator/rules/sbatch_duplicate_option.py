@@ -21,7 +21,8 @@ reported.
 import functools
 import re
 
-from validator.sbatch import MAIL_ALL, before, mail_events
+from validator.rules.sbatch_bad_value import MAILED_ANYWAY
+from validator.sbatch import before, mail_events
 
 MAIL_TYPE_LAST_WINS = "25.05"  # fac544cef5, src/common/slurm_opt.c
 ID = "sbatch-duplicate-option"
@@ -91,8 +92,8 @@ def _holds_every_part(name: str, last: str | None, first: str | None) -> bool:
         later, earlier = set(mail_events(last)[0]), set(mail_events(first)[0])
         if "NONE" in later:
             return earlier <= {"NONE"}
-        if "ALL" in later:
-            later |= MAIL_ALL
+        for event in list(later):  # ALL holds its events; END's mail comes on a failure too (FAIL)
+            later |= MAILED_ANYWAY.get(event, set())
         return earlier <= later
     later, earlier = {p.strip().upper() for p in last.split(",")}, {p.strip().upper() for p in first.split(",")}
     return earlier <= later
