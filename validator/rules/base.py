@@ -1217,7 +1217,8 @@ def dead_branch_lines(shell) -> frozenset:
     """Lines of `if` branches that never run as the script is written: the test compares a variable that the script
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
     it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
-    before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again.
+    before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
+    nor in a script that sources a file or runs eval.
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
     unconditional `continue` or `break` (round 490's CMB-S4 merge loop, switched off with a `continue`). Read once
     per script."""
@@ -1235,6 +1236,8 @@ def dead_branch_lines(shell) -> frozenset:
         for command in shell.named("read", "getopts", "mapfile", "readarray"):
             for word in command.args:
                 constants.pop(word.value or "", None)
+        if shell.named("source", ".", "eval"):
+            constants = {}  # a sourced file or an eval may set the variable again
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()
