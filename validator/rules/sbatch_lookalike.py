@@ -22,11 +22,11 @@ sbatch-directive-after-command's conditions for an ignored line at the defaults 
 task; nothing else in the header asks for more; the script reads no variable only the option sets). Nor, there,
 a look-alike none of whose options sbatch takes (`#sbatch --x11`, round 476): turned on, sbatch would refuse it.
 """
-import difflib
 import re
 
 from validator.rules.sbatch_directive_after_command import asks_for_default, header_options
-from validator.sbatch import MAGIC, SAME_SETTING, SPANK_OPTIONS, option_table, parse_script
+from validator.rules.sbatch_unknown_option import site_name
+from validator.sbatch import MAGIC, SAME_SETTING, SPANK_OPTIONS, parse_script
 
 ID = "sbatch-lookalike"
 SEVERITY = "error"
@@ -81,16 +81,11 @@ def _no_sbatch_option(look) -> bool:
     line is one sbatch takes (--x11 is salloc's and srun's; a plugin's name it does not know), so as `#SBATCH` it
     would make sbatch refuse the script: a line switched off, or a site plugin's that is not ours to judge."""
     looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n", tuple(sorted(SPANK_OPTIONS))).options
-    # (an option written with an en dash, `––nodes=2`, or a near miss of one of sbatch's (`--cpus-per-tasks=16`,
-    # `--gpu=4`) is a typo of sbatch's own: still a look-alike)
+    # (an option written with an en dash, `––nodes=2`, an unknown short one, or a near miss of one of sbatch's
+    # (`--cpus-per-tasks=16`, `--gpu=4`: sbatch-unknown-option's site_name) is a typo of sbatch's own: a look-alike)
     return bool(looks) and all(o.written.isascii() and (o.name is None or o.problem in ("unknown", "unavailable"))
-                               and not _near_sbatch_option(o.written) for o in looks)
-
-
-def _near_sbatch_option(written: str) -> bool:
-    """A long option one slip from one of sbatch's (difflib ratio 0.8 or more, as the unknown-option rule reads)."""
-    name = written.split("=", 1)[0].lstrip("-")
-    return len(name) > 1 and bool(difflib.get_close_matches(name, list(option_table()["options"]), n=1, cutoff=0.8))
+                               and o.written.startswith("--") and site_name(o.written[2:].split("=", 1)[0])
+                               for o in looks)
 
 
 def _asks_only_defaults(look, parsed, elsewhere: dict, read: frozenset) -> bool:

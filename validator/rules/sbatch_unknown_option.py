@@ -33,12 +33,14 @@ def _site_option(option) -> bool:
     """Unlike every option of every release and of the known plugins: a site's own SPANK option."""
     if not option.written.startswith("--"):
         return False  # an unknown short option is a typo: plugins register long options (spank.8)
-    return _site_name(option.written[2:].split("=", 1)[0])
+    return site_name(option.written[2:].split("=", 1)[0])
 
 
 @lru_cache(maxsize=4096)
-def _site_name(name: str) -> bool:
-    """Read once per name (a script of 11,000 plugin directives repeats a few names)."""
+def site_name(name: str) -> bool:
+    """A long option's name unlike every option of every release and of the known plugins (difflib ratio under
+    0.75): a site's, not a slip of Slurm's. Read once per name (a script of 11,000 plugin directives repeats a few
+    names); sbatch-lookalike asks it too."""
     if name in REMOVED_OPTIONS:  # Slurm's own, removed: never a site's
         return False
     names = list(option_table()["options"]) + list(known_options(("pyxis",), None))
