@@ -35,9 +35,13 @@ MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018
 DEFAULT_MODEL); a plain `$NNODE` for NNODES still is. Nor a near-miss whose own assignment the script keeps
 commented out (`#TSTATE_ARGS=...`) and expands as a whole unquoted argument, not an option's value: a switch left
 off, its words vanish (WESTPA's template). Nor a name whose value is assigned to its near name
-(`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose).
+(`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose; also through arithmetic,
+`PROCS=$(( ${PROC} + ${XIO} ))`: PROCS is not yet set where PROC is read, so it is no typo of PROCS). Nor an
+expansion whose value goes into a name the file reads nowhere and never exports (round four hundred and ninety-six's
+NEMO job: that PROCS is never used again): empty or not, nothing the job does changes.
 """
 import difflib
+from collections import Counter
 import re
 from functools import lru_cache
 
@@ -161,13 +165,28 @@ _SWITCHED_OFF = re.compile(r"^[ \t]*#+[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=", r
 _EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-]+)")
 
 
+# Nodes between an expansion and the assignment that takes its value: a string, words joined, arithmetic
+_VALUE_PARTS = ("string", "concatenation", "arithmetic_expansion", "binary_expression", "unary_expression",
+                "parenthesized_expression", "ternary_expression")
+
+
 def _assigned_to(node) -> str | None:
-    """The name a plain assignment gives this expansion to (`XNATHOST=${XNAT_HOST}`), or None."""
+    """The name a plain assignment gives this expansion to (`XNATHOST=${XNAT_HOST}`, `PROCS=$(( ${PROC} + 1 ))`),
+    or None."""
     parent = node.parent
-    while parent is not None and parent.type in ("string", "concatenation"):
+    while parent is not None and parent.type in _VALUE_PARTS:
         parent = parent.parent
     name = parent.child_by_field_name("name") if parent is not None and parent.type == "variable_assignment" else None
     return name.text.decode("utf-8", "replace") if name is not None else None
+
+
+def _never_read(shell, text: str, name: str) -> bool:
+    """`name` appears in the file only in its own assignments, none exported: nothing reads its value (round 496's
+    NEMO job: `PROCS=$(( ${PROC} + ${XIO} ))` from two unset names, PROCS never used again). The file's words are
+    counted once per script."""
+    words = shell.once("unset-variable words", lambda: Counter(re.findall(r"(?<![\w-])[A-Za-z_]\w*", text)))
+    assigned = shell.assigned(name)
+    return bool(assigned) and not any(a.exported for a in assigned) and words[name] == len(assigned)
 
 
 def _vanishes(node) -> bool:
@@ -211,7 +230,8 @@ def check(target):
     known = slurm_variables()
     tested = {e.name for e in shell.expansions if _tested(e.node)}  # the script asks whether they are set
     reported: set = set()
-    switched_off = set(_SWITCHED_OFF.findall("\n".join(target.script.parsed.lines)))
+    whole = "\n".join(target.script.parsed.lines)
+    switched_off = set(_SWITCHED_OFF.findall(whole))
     # a submitter's shell runs outside any job: a SLURM_ name there is its own setting, not Slurm's
     submitter = is_submitter(target.script)
     for expansion in shell.expansions:
@@ -221,6 +241,9 @@ def check(target):
         text = expansion.node.text.decode("utf-8", "replace")
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
+        receiver = _assigned_to(expansion.node)
+        if receiver is not None and _never_read(shell, whole, receiver):
+            continue  # its value goes into a name nothing reads: empty or not, nothing changes
         if _SLURM.match(name):
             if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen \
                     or name.startswith("SLURM_SPANK_"):

@@ -21,7 +21,9 @@ src/sbatch/opt.c) (round four hundred and forty-eight: `#SBATCH -N 1` and `#SBAT
 judged false; the `-t`, `-p`, `-n 4` beside them true): one node (sbatch.1, -N: without it sbatch allocates
 "enough nodes to satisfy the requested resources as expressed by per-job specification options", and the default
 is one task), one task ("The default is one task per node", -n) on one node, one CPU a task (-c: "just try to
-allocate one processor per task"); sbatch.1 at slurm-22-05-0-1 and slurm-26-05-1-1. A review with probes found
+allocate one processor per task"); sbatch.1 at slurm-22-05-0-1 and slurm-26-05-1-1. The node count's default moves
+only with what can ask for more than one node (tasks, GPUs in all or per task, a node list of more than one host),
+not with an option per node (--gpus-per-node, --ntasks-per-node, -c: round four hundred and ninety-four). A review with probes found
 the first form of this too wide (variables read, --nodelist, --gpus, -c and --threads-per-core beside it, an
 ignored -n 64 beside an ignored -N 1) and quadratic in the directives; both fixed.
 """
@@ -69,7 +71,12 @@ _SHAPE = frozenset({"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "
                     "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket", "cpus-per-task", "cpus-per-gpu",
                     "nodelist", "mincpus", "threads-per-core", "sockets-per-node", "cores-per-socket",
                     "extra-node-info"})
-_DEFAULTS = {"nodes": ("1", (), _SHAPE),
+# The node count's default moves only with options that can ask for more than one node: tasks, GPUs in all or a task,
+# and a node list (of more than one host: header_options). An option per node (--gpus-per-node, --ntasks-per-node,
+# -c: one task's CPUs are on one node) shapes each node, not how many (round 494's `#SBATCh --nodes=1` beside
+# --gpus-per-node=1 and --nodelist=worker7)
+_NODE_COUNT = frozenset({"nodes", "ntasks", "ntasks-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "nodelist"})
+_DEFAULTS = {"nodes": ("1", (), _NODE_COUNT),
              "ntasks": ("1", ("SLURM_NTASKS", "SLURM_NPROCS"), _SHAPE),
              # one task on the one node; SLURM_NTASKS_PER_NODE only where the option is given (set_envs in
              # src/sbatch/opt.c at slurm-26-05-1-1: `ntasks_per_node != NO_VAL`; round 491's pixel-list job)
@@ -100,9 +107,17 @@ def header_options(parsed) -> dict:
                for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
     for line, option in [(o.line, o) for o in parsed.options] + ignored:
         default = _DEFAULTS.get(option.name or "")
+        if option.name == "nodelist" and _one_host(option.value or ""):
+            continue  # one named host: one node, as without it
         if default is None or as_int((option.value or "").strip("\"'")) != as_int(default[0]):
             found.setdefault(option.name, set()).add(line)
     return found
+
+
+def _one_host(value: str) -> bool:
+    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
+    value = value.strip("\"'")
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value))
 
 
 def _python_string_lines(text: str) -> set:
