@@ -19,6 +19,8 @@ from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
 MAGIC = "#SBATCH"
+# The characters isspace() takes in the C locale, as sbatch reads its script (_opt_batch_script in src/sbatch/opt.c)
+_C_SPACE = " \t\n\v\f\r"
 
 # Options that SPANK plugins add to sbatch once they are loaded. In the strict profile they are
 # accepted only when declared (manifest slurm.spank, `# validator: spank=NAME`, repository config);
@@ -535,7 +537,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             else:
                 script.directives.append(directive)
             continue
-        stripped = line.strip()
+        stripped = line.strip(_C_SPACE)  # sbatch's isspace() in the C locale: a no-break space is no blank
         if not stopped and number in token_lines:
             # a line that is one template token among the directives (`@batch_extra@`: round two hundred and
             # eighty-four, toast's generate.py writes extra #SBATCH lines there): the tool's, not a command

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -82,9 +83,60 @@ def bad_batch(old: str, new: str) -> dict:
     return {"run.sbatch": GOOD_BATCH.replace(old, new, 1)}
 
 
+# The set-up a job script does before its work: shell options, environment modules, variables,
+# folders for its logs, a note of where and when it runs.
+_SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
+          "echo", "printf", "date", "hostname", "conda", "mamba", "micromamba", "spack", "trap", "declare",
+          "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep",
+          "eval", "which", "type", "command", "hash", "rm", "cp", "ln", "touch", "test", "[", "[[", "ls", "cat",
+          "scontrol", "squeue", "sinfo", "id", "uname", "nproc", "lscpu", "free", "df"}
+_LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
+
+
+def invisible(text: str) -> bool:
+    """Text of Unicode spaces and format characters only (U+200B ZERO WIDTH SPACE, U+00A0, U+FEFF): a line that
+    looks blank, where sbatch sees a command (isspace() in the C locale is false for their bytes) and stops
+    reading directives (round 499's CSCI5922 job: a zero-width space on line 2, every #SBATCH below it
+    ignored); bash runs it as a command that is not found and goes on. Not the job's work."""
+    return bool(text) and all(unicodedata.category(ch) in ("Zs", "Zl", "Zp", "Cf") for ch in text)
+
+
+def first_work_line(shell) -> int | None:
+    """The line of the first command that is not set-up (outside a function's body, which runs only
+    when called), or of the first loop, or None. Found once per script."""
+    return shell.once("first work line", lambda: _first_work_line(shell))
+
+
+def _first_work_line(shell) -> int | None:
+    lines = [c.line for c in shell.commands
+             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not invisible(c.name)]
+    stack = [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            continue
+        if _LOOP.match(node.type):
+            lines.append(node.start_point[0] + 1)
+            continue
+        stack.extend(node.children)
+    return min(lines, default=None)
+
+
 def is_batch_script(script) -> bool:
-    """Launch rules apply to batch scripts: a .sbatch file or one with #SBATCH directives."""
-    return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
+    """Launch rules apply to batch scripts: a .sbatch file or one with #SBATCH directives, also one whose every
+    #SBATCH line sbatch ignores because set-up or an invisible line comes first (sbatch-directive-after-command
+    reports those lines; the job then runs with none of them: round 499's zero-width space on line 2, round 500's
+    header below a `module load`)."""
+    if script is None:
+        return False
+    if script.display.endswith(".sbatch") or script.parsed.directives:
+        return True
+    if not script.parsed.ignored_directives or script.shell is None or is_submitter(script):
+        return False
+    written = script.shell.text_lines()  # #SBATCH lines in text the script writes: another job's
+    ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
+    work = first_work_line(script.shell)
+    return bool(ignored) and (work is None or ignored[0] < work)
 
 
 # Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
@@ -383,7 +435,14 @@ def set_names(shell) -> set:
         stack.extend(node.children)
     for command in shell.named("read", "getopts", "mapfile", "readarray", "declare", "local", "export", "printf"):
         names.update(a.value for a in command.args if a.value and a.value.isidentifier())
+    for command in shell.named("let"):  # `let n=a+b`, `let "n += 1"`: each argument is an arithmetic expression
+        for arg in command.args:
+            names.update(_LET_TARGET.findall(arg.value if arg.value is not None else arg.raw))
     return names
+
+
+# A name `let` assigns: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison)
+_LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
 def declared_names(shell, lines) -> set | None:

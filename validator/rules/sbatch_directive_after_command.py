@@ -31,7 +31,7 @@ import io
 import re
 import tokenize
 
-from validator.rules.base import as_int, in_function, is_submitter
+from validator.rules.base import as_int, first_work_line, invisible, is_submitter
 from validator.sbatch import parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
@@ -50,7 +50,7 @@ def check(target):
         inside |= _python_string_lines("\n".join(parsed.lines))
     if not target.strict and is_submitter(target.script):
         return  # a submitter run on the login node: it submits the jobs it writes, not itself
-    work = None if target.strict else _first_work_line(target.script.shell)
+    work = None if target.strict else first_work_line(target.script.shell)
     elsewhere = header_options(parsed) if not target.strict and parsed.ignored_directives else {}
     read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for directive in parsed.ignored_directives:
@@ -58,8 +58,10 @@ def check(target):
             continue
         if not target.strict and asks_for_default(directive.text, directive.line, parsed, elsewhere, read):
             continue
+        looks_blank = parsed.first_command_line and invisible(parsed.lines[parsed.first_command_line - 1].strip(" \t\r"))
+        what = ", which holds only invisible characters" if looks_blank else ""
         yield (target.script.display, directive.line, 1,
-               f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
+               f"#SBATCH after the first command (line {parsed.first_command_line}{what}) is ignored by Slurm; "
                "move it above")
 
 
@@ -134,32 +136,5 @@ def _python_string_lines(text: str) -> set:
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass
     return lines
-
-
-# The set-up a job script does before its work: shell options, environment modules, variables,
-# folders for its logs, a note of where and when it runs.
-_SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
-          "echo", "printf", "date", "hostname", "conda", "mamba", "micromamba", "spack", "trap", "declare",
-          "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep",
-          "eval", "which", "type", "command", "hash", "rm", "cp", "ln", "touch", "test", "[", "[[", "ls", "cat",
-          "scontrol", "squeue", "sinfo", "id", "uname", "nproc", "lscpu", "free", "df"}
-_LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
-
-
-def _first_work_line(shell) -> int | None:
-    """The line of the first command that is not set-up (outside a function's body, which runs only
-    when called), or of the first loop, or None."""
-    lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node)]
-    stack = [shell.root] if shell.root is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            continue
-        if _LOOP.match(node.type):
-            lines.append(node.start_point[0] + 1)
-            continue
-        stack.extend(node.children)
-    return min(lines, default=None)
 
 
