@@ -122,6 +122,11 @@ def _first_work_line(shell) -> int | None:
     return min(lines, default=None)
 
 
+def one_host(value: str) -> bool:
+    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value.strip("\"'")))
+
+
 def is_batch_script(script) -> bool:
     """Launch rules apply to batch scripts: a .sbatch file or one with #SBATCH directives, also one whose every
     #SBATCH line sbatch ignores because set-up or an invisible line comes first (sbatch-directive-after-command
@@ -1277,7 +1282,7 @@ def dead_branch_lines(shell) -> frozenset:
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
     it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
     before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
-    nor in a script that sources a file or runs eval.
+    nor where a file sourced or an eval may set it again (run after the assignment, or in a function).
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
     unconditional `continue` or `break` (round 490's CMB-S4 merge loop, switched off with a `continue`). Read once
     per script."""
@@ -1295,8 +1300,15 @@ def dead_branch_lines(shell) -> frozenset:
         for command in shell.named("read", "getopts", "mapfile", "readarray"):
             for word in command.args:
                 constants.pop(word.value or "", None)
-        if shell.named("source", ".", "eval"):
-            constants = {}  # a sourced file or an eval may set the variable again
+        # a sourced file or an eval may set the variable again: where it runs after the assignment (at the top level,
+        # below it), or may run at any time (in a function); one run above the assignment cannot undo it (round
+        # 506's BDDCML benchmark: its module set-up sourced on line 33, PROCEDURE_TYPE set on line 83)
+        for command in shell.named("source", ".", "eval"):
+            statement = statement_of(command.node) if command.node is not None else None
+            if statement is None or in_function(command.node) or not always_runs(statement):
+                constants = {}
+                break
+            constants = {name: a for name, a in constants.items() if a.node.start_byte > command.node.start_byte}
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()

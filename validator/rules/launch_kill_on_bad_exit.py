@@ -57,7 +57,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   endless_loop, program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
-                                  interactive_server, payload_text, requested_gpus_per_node, shell_payload,
+                                  interactive_server, one_host, payload_text, requested_gpus_per_node, shell_payload,
                                   srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import TEMPLATE, VALUE_TOKEN, before
@@ -146,8 +146,10 @@ def _one_task(shell, parsed, command, strict) -> bool:
              or _nodes_less(nodes.raw, asked) == 1)
         return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
-    if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
-        return not strict and srun_option(shell, command, "--mpi") is None
+    if not asked:  # nothing asked: one node, one task, --mpi or not (the count a submission may add is not shown;
+        # round one's nccl-tests step with --mpi=pmix was kept as many, rounds 491 and 506 judged three
+        # `srun --mpi=pmi2 python ...` steps of one task false: as published, srun starts one task)
+        return _one_node(parsed, asked, strict)
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
@@ -251,6 +253,8 @@ def _one_node(parsed, asked, strict) -> bool:
     `sbatch -N` (Azure's fairseq sample says so in its readme); not one that asks a single GPU a node."""
     if "nodes" in asked:
         return asked["nodes"] in ("1", "1-1")
+    if one_host(parsed.value("nodelist") or "-"):
+        return True  # --nodelist of one host and no node count: that host alone (round 506's VCGAN job)
     gpus = requested_gpus_per_node(parsed)
     # a job that asks one GPU a node is sized for one GPU: its --exclusive is the site's whole-node policy (NERSC's
     # Cori GPU profiling jobs, round 477), not a multi-node job waiting for `sbatch -N`, unless its own words meet

@@ -37,9 +37,14 @@ _ONE_NODE_STEP = re.compile(r"(?:-N\s*1|--nodes[= ]1)(?![0-9-])")
 
 
 def _several_nodes(parsed) -> str | None:
-    """The node count a job asks for when it is more than one (--nodes=4, --nodes=2-4)."""
+    """The node count a job asks for when it is more than one (--nodes=4, --nodes=2-4). Fewer tasks than nodes
+    (`-N 4 -n 1`) cut the count to the tasks': "can't run 1 processes on 4 nodes, setting nnodes to 1"
+    (_opt_verify in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1; round 506's BLIP retrieval job)."""
     value = parsed.value("nodes") or ""
     low = as_int(value.split("-")[0])
+    tasks = as_int(parsed.value("ntasks") or "")
+    if low is not None and tasks is not None and 0 < tasks < low:
+        return str(tasks) if tasks > 1 else None
     return value if low is not None and low > 1 else None
 
 

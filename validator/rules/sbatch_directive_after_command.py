@@ -31,7 +31,7 @@ import io
 import re
 import tokenize
 
-from validator.rules.base import as_int, first_work_line, invisible, is_submitter
+from validator.rules.base import as_int, first_work_line, invisible, is_submitter, one_host
 from validator.sbatch import parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
@@ -109,17 +109,11 @@ def header_options(parsed) -> dict:
                for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
     for line, option in [(o.line, o) for o in parsed.options] + ignored:
         default = _DEFAULTS.get(option.name or "")
-        if option.name == "nodelist" and _one_host(option.value or ""):
+        if option.name == "nodelist" and one_host(option.value or ""):
             continue  # one named host: one node, as without it
         if default is None or as_int((option.value or "").strip("\"'")) != as_int(default[0]):
             found.setdefault(option.name, set()).add(line)
     return found
-
-
-def _one_host(value: str) -> bool:
-    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
-    value = value.strip("\"'")
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value))
 
 
 def _python_string_lines(text: str) -> set:
