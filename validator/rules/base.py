@@ -93,12 +93,25 @@ _SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "uma
 _LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
 
 
+def looks_blank(text: str) -> bool:
+    """Text that a reader takes for a blank line or a comment: only invisible characters, or invisible characters
+    before '#' (`\u200b#SBATCH ...`, `\u00a0# notes`): sbatch and bash both take it for a command."""
+    at = 0
+    while at < len(text) and unicodedata.category(text[at]) in _INVISIBLE:
+        at += 1
+    return at > 0 and (at == len(text) or text[at] == "#")
+
+
 def invisible(text: str) -> bool:
     """Text of Unicode spaces and format characters only (U+200B ZERO WIDTH SPACE, U+00A0, U+FEFF): a line that
     looks blank, where sbatch sees a command (isspace() in the C locale is false for their bytes) and stops
     reading directives (round 499's CSCI5922 job: a zero-width space on line 2, every #SBATCH below it
     ignored); bash runs it as a command that is not found and goes on. Not the job's work."""
-    return bool(text) and all(unicodedata.category(ch) in ("Zs", "Zl", "Zp", "Cf") for ch in text)
+    return bool(text) and all(unicodedata.category(ch) in _INVISIBLE for ch in text)
+
+
+# Unicode spaces, format and control characters (U+200B, U+00A0, U+FEFF, U+001C): nothing a reader sees
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
 
 
 def first_work_line(shell) -> int | None:
@@ -109,7 +122,7 @@ def first_work_line(shell) -> int | None:
 
 def _first_work_line(shell) -> int | None:
     lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not invisible(c.name)]
+             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not looks_blank(c.name)]
     stack = [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
@@ -140,8 +153,8 @@ def is_batch_script(script) -> bool:
         return False
     written = script.shell.text_lines()  # #SBATCH lines in text the script writes: another job's
     ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
-    work = first_work_line(script.shell)
-    return bool(ignored) and (work is None or ignored[0] < work)
+    work = first_work_line(script.shell)  # a file that runs no work (an environment file, notes) is no job
+    return bool(ignored) and work is not None and ignored[0] < work
 
 
 # Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
@@ -446,8 +459,9 @@ def set_names(shell) -> set:
     return names
 
 
-# A name `let` assigns: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison)
-_LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
+# A name `let` sets: NAME= (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); not NAME+= and the other
+# compound forms, which read the name first (`let "EPOCH += 5"` beside EPOCHS: a typo's symptom, not a setting)
+_LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*=(?!=)")
 
 
 def declared_names(shell, lines) -> set | None:

@@ -146,13 +146,25 @@ def _one_task(shell, parsed, command, strict) -> bool:
              or _nodes_less(nodes.raw, asked) == 1)
         return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
-    if not asked:  # nothing asked: one node, one task, --mpi or not (the count a submission may add is not shown;
-        # round one's nccl-tests step with --mpi=pmix was kept as many, rounds 491 and 506 judged three
-        # `srun --mpi=pmi2 python ...` steps of one task false: as published, srun starts one task)
-        return _one_node(parsed, asked, strict)
+    if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) of a file that shows a
+        # distributed program besides that flag is meant for many, given at submission (round one's nccl-tests,
+        # rounds 457, 499 and 500: dmlcloud, PUMI, LS-DYNA MPP, judged true); the flag alone is a site's habit
+        # (rounds 491 and 506: a template's `srun --mpi=pmi2 python main.py`, one task as published, judged false)
+        return not strict and (srun_option(shell, command, "--mpi") is None or not _distributed_beyond_mpi_flag(shell,
+                                                                                                             parsed))
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
+    """The file shows a sign of a distributed program (_FILE_SIGNS) once srun's --mpi options are left out. Found
+    once per script."""
+    return shell.once("signs beyond --mpi", lambda: _FILE_SIGNS.search(
+        _MPI_FLAG.sub("", "\n".join(parsed.lines))) is not None)
+
+
+_MPI_FLAG = re.compile(r"--mpi[= ]\S+")
 
 
 def _templated_program(command) -> bool:
@@ -736,8 +748,12 @@ def _independent(shell, command) -> bool:
             or helper_step(shell, command) or _monitor(program, name) or _farm_worker(command, program, name) \
             or package_setup(shell, command, program):
         return True
-    # the same program inside a container (`singularity exec --nv IMG dask-cuda-worker ...`, round 357)
+    # the same program inside a container (`singularity exec --nv IMG dask-cuda-worker ...`, round 357), also as the
+    # last command of a shell's -c text there (`singularity run IMG bash -c "... && dask-worker ..."`, round 505)
     if name in _RUNTIMES and (_in_container(command, program) or "").rsplit("/", 1)[-1] in _BOUNDED:
+        return True
+    served = _served_words(shell, command) if name in _RUNTIMES or name in ("bash", "sh") else []
+    if served and served[0].rsplit("/", 1)[-1] in _BOUNDED:
         return True
     inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
     if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
@@ -1091,9 +1107,15 @@ def _served_words(shell, command) -> list[str]:
 
 
 def _served_words_of(texts: list[str]) -> list[str]:
-    """`python -m jupyter lab` is `jupyter lab`; anything else as it is."""
+    """`python -m jupyter lab` is `jupyter lab`; `bash -c ". conda.sh && conda activate base && jupyter-lab"` is its
+    last command (a shell's status and its life are its last command's, bash(1); round 505's Dask session in a
+    container); anything else as it is."""
     if texts and texts[0].rsplit("/", 1)[-1].startswith("python") and texts[1:2] == ["-m"]:
         return texts[2:]
+    if texts and texts[0].rsplit("/", 1)[-1] in ("bash", "sh") and texts[1:2] == ["-c"] and len(texts) > 2:
+        rest = [t.rstrip(";") for t in texts[2:]]
+        cut = max((i for i, t in enumerate(texts[2:]) if t in ("&&", ";") or t.endswith(";")), default=-1)
+        return _served_words_of(rest[cut + 1:]) if rest[cut + 1:] else texts
     return texts
 
 

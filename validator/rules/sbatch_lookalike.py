@@ -58,7 +58,13 @@ def _set_live(look, live: dict) -> bool:
     looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
     return bool(looks) and all(o.name is not None and not o.problem and SAME_SETTING.get(o.name, o.name) in live
                                and (live[SAME_SETTING.get(o.name, o.name)][0] == o.value
-                                    or live[SAME_SETTING.get(o.name, o.name)][1] > look.line) for o in looks)
+                                    or live[SAME_SETTING.get(o.name, o.name)][1] > look.line
+                                    and o.name not in _KEPT_WITH_LATER) for o in looks)
+
+
+# Options a later value does not replace: --kill-on-invalid-dep=yes sets a flag that a later =no leaves on
+# (arg_set_kill_on_invalid_dep in src/common/slurm_opt.c ORs KILL_INV_DEP into job_flags)
+_KEPT_WITH_LATER = frozenset({"kill-on-invalid-dep"})
 
 
 def check(target):
