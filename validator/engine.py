@@ -352,7 +352,17 @@ def _not_the_scripts(finding: Finding, script) -> bool:
         return False
     return ((finding.rule == "SC2016" and _deferred_to_step(finding, script)) or _above_embedded_script(finding, script)
             or _placeholder_line(finding, script) or _crlf_parse(finding, script)
-            or (finding.rule in _SHEBANG_FORM and script.quotes_job_text))
+            or (finding.rule in _SHEBANG_FORM and script.quotes_job_text)
+            or (finding.rule in _BASH_ONLY_SYNTAX and script.interpreter in _KSH))
+
+
+# shellcheck reads every script as bash (shellcheck._command: --shell=bash); a ksh job runs under ksh93, whose
+# grammar takes what bash refuses here: `then ;`, an elif's `then ;`, `else ;`, `do ;` (SC1051, SC1052, SC1053,
+# SC1059: ksh 93u+m/1.0.4 runs
+# `if true; then ; echo yes; fi` and the others, bash 5.2 stops with a syntax error; round 501's TSMP machine file,
+# 11 findings)
+_BASH_ONLY_SYNTAX = frozenset({"SC1051", "SC1052", "SC1053", "SC1059"})
+_KSH = frozenset({"ksh", "ksh93"})
 
 
 # shellcheck's codes about the form and place of the '#!' line (SC1008 unknown interpreter, SC1082 a

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -82,9 +83,89 @@ def bad_batch(old: str, new: str) -> dict:
     return {"run.sbatch": GOOD_BATCH.replace(old, new, 1)}
 
 
+# The set-up a job script does before its work: shell options, environment modules, variables,
+# folders for its logs, a note of where and when it runs.
+_SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
+          "echo", "printf", "date", "hostname", "conda", "mamba", "micromamba", "spack", "trap", "declare",
+          "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep",
+          "eval", "which", "type", "command", "hash", "rm", "cp", "ln", "touch", "test", "[", "[[", "ls", "cat",
+          "scontrol", "squeue", "sinfo", "id", "uname", "nproc", "lscpu", "free", "df"}
+_LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
+
+
+def looks_blank(text: str) -> bool:
+    """Text that a reader takes for a blank line or a comment: only invisible characters, or invisible characters
+    before '#' (`\u200b#SBATCH ...`, `\u00a0# notes`): sbatch and bash both take it for a command."""
+    at = 0
+    while at < len(text) and unicodedata.category(text[at]) in _INVISIBLE:
+        at += 1
+    return at > 0 and (at == len(text) or text[at] == "#")
+
+
+def invisible(text: str) -> bool:
+    """Text of Unicode spaces and format characters only (U+200B ZERO WIDTH SPACE, U+00A0, U+FEFF): a line that
+    looks blank, where sbatch sees a command (isspace() in the C locale is false for their bytes) and stops
+    reading directives (round 499's CSCI5922 job: a zero-width space on line 2, every #SBATCH below it
+    ignored); bash runs it as a command that is not found and goes on. Not the job's work."""
+    return bool(text) and all(unicodedata.category(ch) in _INVISIBLE for ch in text)
+
+
+# Unicode spaces, format and control characters (U+200B, U+00A0, U+FEFF, U+001C): nothing a reader sees
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
+
+
+def first_work_line(shell) -> int | None:
+    """The line of the first command that is not set-up (outside a function's body, which runs only
+    when called), or of the first loop, or None. Found once per script."""
+    return shell.once("first work line", lambda: _first_work_line(shell))
+
+
+def _first_work_line(shell) -> int | None:
+    lines = [c.line for c in shell.commands
+             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not looks_blank(c.name)]
+    stack = [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            continue
+        if _LOOP.match(node.type):
+            lines.append(node.start_point[0] + 1)
+            continue
+        stack.extend(node.children)
+    return min(lines, default=None)
+
+
+def one_host(value: str) -> bool:
+    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value.strip("\"'")))
+
+
 def is_batch_script(script) -> bool:
-    """Launch rules apply to batch scripts: a .sbatch file or one with #SBATCH directives."""
-    return script is not None and (script.display.endswith(".sbatch") or bool(script.parsed.directives))
+    """Launch rules apply to batch scripts: a .sbatch file or one with #SBATCH directives, also one whose every
+    #SBATCH line sbatch ignores because set-up or an invisible line comes first (sbatch-directive-after-command
+    reports those lines; the job then runs with none of them: round 499's zero-width space on line 2, round 500's
+    header below a `module load`)."""
+    if script is None:
+        return False
+    if script.display.endswith(".sbatch") or script.parsed.directives:
+        return True
+    if not script.parsed.ignored_directives or script.shell is None or is_submitter(script):
+        return False
+    written = script.shell.text_lines()  # #SBATCH lines in text the script writes: another job's
+    ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
+    work = first_work_line(script.shell)
+    # a file that runs nothing but settings and notes (an environment file to source, a notes file) is no job; one
+    # that sources a run script, evals a command, sleeps or copies runs something (a review's probes)
+    runs = any(c.name.rsplit("/", 1)[-1] not in _ONLY_SETTINGS and not in_function(c.node)
+               for c in script.shell.commands if c.node is not None)
+    return bool(ignored) and runs and (work is None or ignored[0] < work)
+
+
+# What an environment file or notes run: settings and output, nothing that does a job's work
+_ONLY_SETTINGS = frozenset({"export", "set", "unset", "module", "ml", "conda", "mamba", "micromamba", "spack", "echo",
+                            "printf", "cat", "alias", "declare", "local", "readonly", "typeset", "true", ":", "shopt",
+                            "umask", "ulimit", "cd", "pwd", "date", "hostname", "ls", "which", "type", "env",
+                            "printenv", "whoami", "id", "uname"})
 
 
 # Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
@@ -383,7 +464,15 @@ def set_names(shell) -> set:
         stack.extend(node.children)
     for command in shell.named("read", "getopts", "mapfile", "readarray", "declare", "local", "export", "printf"):
         names.update(a.value for a in command.args if a.value and a.value.isidentifier())
+    for command in shell.named("let"):  # `let n=a+b`, `let "n += 1"`: each argument is an arithmetic expression
+        for arg in command.args:
+            names.update(_LET_TARGET.findall(arg.value if arg.value is not None else arg.raw))
     return names
+
+
+# A name `let` sets: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); a compound
+# form counts up from an unset name (`let "NJOBS += 1"` makes NJOBS 1: a review's probe), so it sets it too
+_LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
 def declared_names(shell, lines) -> set | None:
@@ -1218,7 +1307,8 @@ def dead_branch_lines(shell) -> frozenset:
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
     it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
     before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
-    nor in a script that sources a file or runs eval.
+    nor in a script that sources a file or runs eval (even above the assignment: it may define a function that
+    runs below it and sets the variable again: a review's probe, `module` from a sourced lmod.sh).
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
     unconditional `continue` or `break` (round 490's CMB-S4 merge loop, switched off with a `continue`). Read once
     per script."""
@@ -1237,7 +1327,7 @@ def dead_branch_lines(shell) -> frozenset:
             for word in command.args:
                 constants.pop(word.value or "", None)
         if shell.named("source", ".", "eval"):
-            constants = {}  # a sourced file or an eval may set the variable again
+            constants = {}  # a sourced file or an eval may set the variable again, or define a function that does
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()

@@ -31,7 +31,7 @@ import io
 import re
 import tokenize
 
-from validator.rules.base import as_int, in_function, is_submitter
+from validator.rules.base import as_int, first_work_line, invisible, is_submitter, looks_blank, one_host
 from validator.sbatch import parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
@@ -50,7 +50,7 @@ def check(target):
         inside |= _python_string_lines("\n".join(parsed.lines))
     if not target.strict and is_submitter(target.script):
         return  # a submitter run on the login node: it submits the jobs it writes, not itself
-    work = None if target.strict else _first_work_line(target.script.shell)
+    work = None if target.strict else first_work_line(target.script.shell)
     elsewhere = header_options(parsed) if not target.strict and parsed.ignored_directives else {}
     read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for directive in parsed.ignored_directives:
@@ -58,8 +58,11 @@ def check(target):
             continue
         if not target.strict and asks_for_default(directive.text, directive.line, parsed, elsewhere, read):
             continue
+        first = parsed.lines[parsed.first_command_line - 1].strip(" \t\r") if parsed.first_command_line else ""
+        what = ", which holds only invisible characters" if invisible(first) else \
+            ", which starts with an invisible character" if looks_blank(first) else ""
         yield (target.script.display, directive.line, 1,
-               f"#SBATCH after the first command (line {parsed.first_command_line}) is ignored by Slurm; "
+               f"#SBATCH after the first command (line {parsed.first_command_line}{what}) is ignored by Slurm; "
                "move it above")
 
 
@@ -75,7 +78,8 @@ _SHAPE = frozenset({"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "
 # and a node list (of more than one host: header_options). An option per node (--gpus-per-node, --ntasks-per-node,
 # -c: one task's CPUs are on one node) shapes each node, not how many (round 494's `#SBATCh --nodes=1` beside
 # --gpus-per-node=1 and --nodelist=worker7)
-_NODE_COUNT = frozenset({"nodes", "ntasks", "ntasks-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "nodelist"})
+_NODE_COUNT = frozenset({"nodes", "ntasks", "ntasks-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "nodelist",
+                         "nodefile"})
 _DEFAULTS = {"nodes": ("1", (), _NODE_COUNT),
              "ntasks": ("1", ("SLURM_NTASKS", "SLURM_NPROCS"), _SHAPE),
              # one task on the one node; SLURM_NTASKS_PER_NODE only where the option is given (set_envs in
@@ -107,17 +111,11 @@ def header_options(parsed) -> dict:
                for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
     for line, option in [(o.line, o) for o in parsed.options] + ignored:
         default = _DEFAULTS.get(option.name or "")
-        if option.name == "nodelist" and _one_host(option.value or ""):
+        if option.name == "nodelist" and one_host(option.value or ""):
             continue  # one named host: one node, as without it
         if default is None or as_int((option.value or "").strip("\"'")) != as_int(default[0]):
             found.setdefault(option.name, set()).add(line)
     return found
-
-
-def _one_host(value: str) -> bool:
-    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
-    value = value.strip("\"'")
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value))
 
 
 def _python_string_lines(text: str) -> set:
@@ -134,32 +132,5 @@ def _python_string_lines(text: str) -> set:
     except (tokenize.TokenError, SyntaxError, ValueError):
         pass
     return lines
-
-
-# The set-up a job script does before its work: shell options, environment modules, variables,
-# folders for its logs, a note of where and when it runs.
-_SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
-          "echo", "printf", "date", "hostname", "conda", "mamba", "micromamba", "spack", "trap", "declare",
-          "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep",
-          "eval", "which", "type", "command", "hash", "rm", "cp", "ln", "touch", "test", "[", "[[", "ls", "cat",
-          "scontrol", "squeue", "sinfo", "id", "uname", "nproc", "lscpu", "free", "df"}
-_LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
-
-
-def _first_work_line(shell) -> int | None:
-    """The line of the first command that is not set-up (outside a function's body, which runs only
-    when called), or of the first loop, or None."""
-    lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node)]
-    stack = [shell.root] if shell.root is not None else []
-    while stack:
-        node = stack.pop()
-        if node.type == "function_definition":
-            continue
-        if _LOOP.match(node.type):
-            lines.append(node.start_point[0] + 1)
-            continue
-        stack.extend(node.children)
-    return min(lines, default=None)
 
 

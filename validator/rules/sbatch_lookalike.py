@@ -15,8 +15,9 @@ directive off on purpose: that is reported in the strict profile only (our prese
 they do not use); elsewhere only the forms that are no way of disabling anything. Nor, in the default
 profile, a look-alike whose every option a live #SBATCH line sets to the same value (`#sbatch
 --cpus-per-task=1` above `#SBATCH --cpus-per-task=1`, round 327): the live line applies, nothing the author
-asked for is lost. With another value (`#sbatch -N 4` beside `#SBATCH --nodes=1`) the author may have meant
-the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
+asked for is lost; nor one whose options a live line below it sets again, with any value (sbatch applies the
+later one: round 501). With another value above it (`#SBATCH --nodes=1`, then `#sbatch -N 4`) the author may have
+meant the look-alike's: reported; so is any look-alike of a heterogeneous job (its component is not told apart).
 Nor a look-alike that asks only for what sbatch does without it (`#SBACTH --nodes=1`, round 469), under
 sbatch-directive-after-command's conditions for an ignored line at the defaults (one node, one task, one CPU a
 task; nothing else in the header asks for more; the script reads no variable only the option sets). Nor, there,
@@ -45,15 +46,27 @@ def _live_values(parsed) -> dict | None:
     (what sbatch applies); None for a heterogeneous job, whose components this does not tell apart."""
     if any(option.component for option in parsed.options):
         return None
-    return {SAME_SETTING.get(o.name, o.name): o.value for o in parsed.options if o.name is not None}
+    return {SAME_SETTING.get(o.name, o.name): (o.value, o.line) for o in parsed.options if o.name is not None}
 
 
 def _set_live(look, live: dict) -> bool:
     """Every option of the look-alike line, read as the live directive it looks like, is set to the same
-    value by a live #SBATCH line too (an option the table does not know counts as not set)."""
+    value by a live #SBATCH line too, or by a live line below it, which sbatch would apply over it anyway (sbatch
+    reads the directives in order and a later value of an option replaces an earlier one: the option setters of
+    src/common/slurm_opt.c free the old value; round 501's `#SBATCH  --qos=normal` look-alike above a live
+    `--qos=deadline`). An option the table does not know counts as not set."""
     looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
     return bool(looks) and all(o.name is not None and not o.problem and SAME_SETTING.get(o.name, o.name) in live
-                               and live[SAME_SETTING.get(o.name, o.name)] == o.value for o in looks)
+                               and (live[SAME_SETTING.get(o.name, o.name)][0] == o.value
+                                    or live[SAME_SETTING.get(o.name, o.name)][1] > look.line
+                                    and not _kept_with_later(o)) for o in looks)
+
+
+def _kept_with_later(option) -> bool:
+    """A value a later one does not replace: --kill-on-invalid-dep=yes sets a flag that a later =no leaves on
+    (arg_set_kill_on_invalid_dep in src/common/slurm_opt.c ORs KILL_INV_DEP into job_flags, and
+    handle_invalid_dependency tests it first); an =no above a live =yes changes nothing."""
+    return option.name == "kill-on-invalid-dep" and (option.value or "").strip("\"'").lower() == "yes"
 
 
 def check(target):
