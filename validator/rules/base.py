@@ -93,12 +93,25 @@ _SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "uma
 _LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
 
 
+def looks_blank(text: str) -> bool:
+    """Text that a reader takes for a blank line or a comment: only invisible characters, or invisible characters
+    before '#' (`\u200b#SBATCH ...`, `\u00a0# notes`): sbatch and bash both take it for a command."""
+    at = 0
+    while at < len(text) and unicodedata.category(text[at]) in _INVISIBLE:
+        at += 1
+    return at > 0 and (at == len(text) or text[at] == "#")
+
+
 def invisible(text: str) -> bool:
     """Text of Unicode spaces and format characters only (U+200B ZERO WIDTH SPACE, U+00A0, U+FEFF): a line that
     looks blank, where sbatch sees a command (isspace() in the C locale is false for their bytes) and stops
     reading directives (round 499's CSCI5922 job: a zero-width space on line 2, every #SBATCH below it
     ignored); bash runs it as a command that is not found and goes on. Not the job's work."""
-    return bool(text) and all(unicodedata.category(ch) in ("Zs", "Zl", "Zp", "Cf") for ch in text)
+    return bool(text) and all(unicodedata.category(ch) in _INVISIBLE for ch in text)
+
+
+# Unicode spaces, format and control characters (U+200B, U+00A0, U+FEFF, U+001C): nothing a reader sees
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
 
 
 def first_work_line(shell) -> int | None:
@@ -109,7 +122,7 @@ def first_work_line(shell) -> int | None:
 
 def _first_work_line(shell) -> int | None:
     lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not invisible(c.name)]
+             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not looks_blank(c.name)]
     stack = [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
@@ -120,6 +133,11 @@ def _first_work_line(shell) -> int | None:
             continue
         stack.extend(node.children)
     return min(lines, default=None)
+
+
+def one_host(value: str) -> bool:
+    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value.strip("\"'")))
 
 
 def is_batch_script(script) -> bool:
@@ -136,7 +154,18 @@ def is_batch_script(script) -> bool:
     written = script.shell.text_lines()  # #SBATCH lines in text the script writes: another job's
     ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
     work = first_work_line(script.shell)
-    return bool(ignored) and (work is None or ignored[0] < work)
+    # a file that runs nothing but settings and notes (an environment file to source, a notes file) is no job; one
+    # that sources a run script, evals a command, sleeps or copies runs something (a review's probes)
+    runs = any(c.name.rsplit("/", 1)[-1] not in _ONLY_SETTINGS and not in_function(c.node)
+               for c in script.shell.commands if c.node is not None)
+    return bool(ignored) and runs and (work is None or ignored[0] < work)
+
+
+# What an environment file or notes run: settings and output, nothing that does a job's work
+_ONLY_SETTINGS = frozenset({"export", "set", "unset", "module", "ml", "conda", "mamba", "micromamba", "spack", "echo",
+                            "printf", "cat", "alias", "declare", "local", "readonly", "typeset", "true", ":", "shopt",
+                            "umask", "ulimit", "cd", "pwd", "date", "hostname", "ls", "which", "type", "env",
+                            "printenv", "whoami", "id", "uname"})
 
 
 # Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
@@ -441,7 +470,8 @@ def set_names(shell) -> set:
     return names
 
 
-# A name `let` assigns: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison)
+# A name `let` sets: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); a compound
+# form counts up from an unset name (`let "NJOBS += 1"` makes NJOBS 1: a review's probe), so it sets it too
 _LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
@@ -1277,7 +1307,8 @@ def dead_branch_lines(shell) -> frozenset:
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
     it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
     before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
-    nor in a script that sources a file or runs eval.
+    nor in a script that sources a file or runs eval (even above the assignment: it may define a function that
+    runs below it and sets the variable again: a review's probe, `module` from a sourced lmod.sh).
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
     unconditional `continue` or `break` (round 490's CMB-S4 merge loop, switched off with a `continue`). Read once
     per script."""
@@ -1296,7 +1327,7 @@ def dead_branch_lines(shell) -> frozenset:
             for word in command.args:
                 constants.pop(word.value or "", None)
         if shell.named("source", ".", "eval"):
-            constants = {}  # a sourced file or an eval may set the variable again
+            constants = {}  # a sourced file or an eval may set the variable again, or define a function that does
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()

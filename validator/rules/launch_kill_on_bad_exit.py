@@ -57,7 +57,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   endless_loop, program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
-                                  interactive_server, payload_text, requested_gpus_per_node, shell_payload,
+                                  interactive_server, one_host, payload_text, requested_gpus_per_node, shell_payload,
                                   srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import TEMPLATE, VALUE_TOKEN, before
@@ -146,11 +146,30 @@ def _one_task(shell, parsed, command, strict) -> bool:
              or _nodes_less(nodes.raw, asked) == 1)
         return one_node and tasks_per_node == "1" \
             and asked.get("ntasks", "1") == "1" and "ntasks-per-gpu" not in asked
-    if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) is meant for many
-        return not strict and srun_option(shell, command, "--mpi") is None
+    if not asked:  # nothing asked: one node, one task; but an MPI step (--mpi=pmix) of a file that shows a
+        # distributed program besides that flag is meant for many, given at submission (round one's nccl-tests,
+        # rounds 457, 499 and 500: dmlcloud, PUMI, LS-DYNA MPP, judged true); the flag alone is a site's habit
+        # (rounds 491 and 506: a template's `srun --mpi=pmi2 python main.py`, one task as published, judged false)
+        return not strict and (srun_option(shell, command, "--mpi") is None or not _distributed_beyond_mpi_flag(shell,
+                                                                                                             parsed))
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
+    """The file shows a sign of a distributed program (_FILE_SIGNS) once srun's --mpi options are left out. Found
+    once per script."""
+    def find():
+        text = _MPI_FLAG.sub("", "\n".join(parsed.lines))
+        return _FILE_SIGNS.search(text) is not None or _MPI_PROGRAM.search(text) is not None
+    return shell.once("signs beyond --mpi", find)
+
+
+# srun's --mpi option and its variable form (SLURM_MPI_TYPE: srun.1, INPUT ENVIRONMENT VARIABLES): the flag itself
+_MPI_FLAG = re.compile(r"--mpi[= ]\S+|SLURM_MPI_TYPE\S*")
+# MPI programs by their usual names: GROMACS's and LAMMPS's _mpi builds, HPL, QE's pw.x, CP2K's psmp/popt, VASP
+_MPI_PROGRAM = re.compile(r"\w_mpi\b|\bxhpl\b|\bpw\.x\b|\bcp2k\.p|\bvasp_|\bnamd2\b|\bmdrun\b")
 
 
 def _templated_program(command) -> bool:
@@ -251,6 +270,8 @@ def _one_node(parsed, asked, strict) -> bool:
     `sbatch -N` (Azure's fairseq sample says so in its readme); not one that asks a single GPU a node."""
     if "nodes" in asked:
         return asked["nodes"] in ("1", "1-1")
+    if one_host(parsed.value("nodelist") or "-"):
+        return True  # --nodelist of one host and no node count: that host alone (round 506's VCGAN job)
     gpus = requested_gpus_per_node(parsed)
     # a job that asks one GPU a node is sized for one GPU: its --exclusive is the site's whole-node policy (NERSC's
     # Cori GPU profiling jobs, round 477), not a multi-node job waiting for `sbatch -N`, unless its own words meet
@@ -732,8 +753,12 @@ def _independent(shell, command) -> bool:
             or helper_step(shell, command) or _monitor(program, name) or _farm_worker(command, program, name) \
             or package_setup(shell, command, program):
         return True
-    # the same program inside a container (`singularity exec --nv IMG dask-cuda-worker ...`, round 357)
+    # the same program inside a container (`singularity exec --nv IMG dask-cuda-worker ...`, round 357), also as the
+    # last command of a shell's -c text there (`singularity run IMG bash -c "... && dask-worker ..."`, round 505)
     if name in _RUNTIMES and (_in_container(command, program) or "").rsplit("/", 1)[-1] in _BOUNDED:
+        return True
+    served = _served_words(shell, command) if name in _RUNTIMES or name in ("bash", "sh") else []
+    if served and served[0].rsplit("/", 1)[-1] in _BOUNDED:
         return True
     inner = _payload(shell, command, program, name)  # `bash -c "vmstat 1 5 > vm.$SLURM_NODEID"`
     if inner is not None and all(_per_node(shell, c) or _monitor(c, c.name) for c in inner.commands):
@@ -1076,8 +1101,10 @@ def _served_words(shell, command) -> list[str]:
         words = [command] + list(command.args)
     texts = []
     for word in words:
-        text = word.name if word is command else (word.value if word.value is not None else word.raw)
-        texts.extend(text.strip("\"'").split() or [""])
+        # a text over several lines keeps its line ends (its value joins them with blanks)
+        text = word.name if word is command else \
+            (word.raw if "\n" in word.raw or word.value is None else word.value)
+        texts.extend(re.findall(r"\n|[^\s]+", text.strip("\"'")) or [""])  # line ends kept: a shell's text splits there
     name = texts[0].rsplit("/", 1)[-1] if texts else ""
     if name in _RUNTIMES and texts[1:2] and texts[1] in ("exec", "run"):
         rest = [Word(t, t, 0, 0) for t in texts]
@@ -1087,10 +1114,44 @@ def _served_words(shell, command) -> list[str]:
 
 
 def _served_words_of(texts: list[str]) -> list[str]:
-    """`python -m jupyter lab` is `jupyter lab`; anything else as it is."""
-    if texts and texts[0].rsplit("/", 1)[-1].startswith("python") and texts[1:2] == ["-m"]:
-        return texts[2:]
+    """`python -m jupyter lab` is `jupyter lab`; `bash -c ". conda.sh && conda activate base && jupyter-lab"` is its
+    last command where every command before it only sets the shell up (_SHELL_SETUP: round 505's Dask session in a
+    container; `python prep.py && jupyter lab` is no service, `torchrun ... && timeout 300 rsync` no bounded step:
+    a review's probes), past an `exec`; anything else as it is. A loop, not a recursion: shells nest."""
+    while texts:
+        while texts and texts[0] == "\n":
+            texts = texts[1:]
+        if not texts:
+            break
+        base = texts[0].rsplit("/", 1)[-1]
+        if base.startswith("python") and texts[1:2] == ["-m"]:
+            texts = texts[2:]
+            continue
+        if base in ("bash", "sh") and len(texts) > 2 and texts[1] in ("-c", "-lc", "-l"):
+            rest = texts[2:] if texts[1] != "-l" else texts[3:] if texts[2:3] == ["-c"] else []
+            commands, current = [], []
+            for word in rest:  # split at && ; and line ends (the text's words, split on blanks before)
+                if word in ("&&", ";", "\n"):
+                    commands.append(current)
+                    current = []
+                elif word.endswith(";"):
+                    current.append(word[:-1])
+                    commands.append(current)
+                    current = []
+                else:
+                    current.append(word)
+            commands = [c for c in commands + [current] if c]
+            if not commands or not all(c[0].rsplit("/", 1)[-1] in _SHELL_SETUP for c in commands[:-1]):
+                return [t for t in texts if t != "\n"]
+            texts = commands[-1][1:] if commands[-1][0] == "exec" else commands[-1]
+            continue
+        return [t for t in texts if t != "\n"]
     return texts
+
+
+# What a shell's text does before its program to set itself up (sourcing an environment, activating it, moving)
+_SHELL_SETUP = frozenset({".", "source", "conda", "mamba", "micromamba", "module", "ml", "cd", "export", "set",
+                          "ulimit", "umask", "echo", "printf", "hostname", "date", "nvidia-smi"})
 
 
 def session_tool(shell, command) -> bool:

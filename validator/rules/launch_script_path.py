@@ -18,7 +18,8 @@ Nor, in the default profile, a folder kept in a variable that nothing reads (nev
 exported): the spool path goes nowhere. Nor a folder variable that the script also sets from
 `scontrol show job`'s Command= (the path the job was submitted with), nor one taken in the else
 branch of `if [[ -n "${CI_DIR:-}" ]]` whose then branch sets it from that variable: the submitter
-hands the folder over, and the script's path is the fallback for a run without it.
+hands the folder over, and the script's path is the fallback for a run without it. Nor a variable holding the
+script's path whose folder only goes into such unread names (its other uses read the name or the text).
 In a script nobody here wrote (the default profile) only that is reported: the folder taken from
 the path (`dirname "$0"`, `${BASH_SOURCE[0]%/*}`, also through a variable set from it or from
 `readlink -f "$0"`), which names the spool folder where the script's siblings are not. Every true
@@ -310,6 +311,47 @@ def _unread(shell, lines, expansions, targets: set) -> set:
     return {name for name in targets if name not in used}
 
 
+def _folder_unread(script, expansions, targets: set) -> set:
+    """Holders of the script's own path (`THIS_SCRIPT=$(readlink -f "$0")`, not a folder already) whose folder is
+    only put into names that nothing reads (`THIS_SCRIPT_DIR=$(dirname "$THIS_SCRIPT")`, then only echoed), and whose
+    every other use reads the script's name or text as a whole word (`cp "$THIS_SCRIPT" $RESULTS/`, `basename`,
+    `echo`): the same in the spool copy (round 505's collective_profiler jobs, 2 findings judged false). Not one cut
+    into a sibling's name (`${THIS_SCRIPT%.sbatch}.yaml`) or edited (sed). All holders' folders are judged unread in
+    one pass (linear)."""
+    held: dict = {}  # name -> the $0 / BASH_SOURCE expansions assigned to it, found in one pass
+    for e in expansions:
+        if e.name in ("0", "BASH_SOURCE") and e.node is not None:
+            name = _assigned_name(e.node)
+            if name in targets:
+                held.setdefault(name, []).append(e)
+    paths = {name for name, found in held.items() if all(not _folder_taken(e.node) for e in found)}
+    folders, plain = {}, set()
+    for e in expansions:
+        if e.name not in paths or e.node is None:
+            continue
+        if _folder_taken(e.node):
+            folders.setdefault(e.name, set()).add(_assigned_name(e.node))
+        elif not (enclosing_command_name(e.node) in _CONTENT | _NAMES_ONLY
+                  and re.fullmatch(rb"\$\{?\w+\}?", e.node.text)
+                  and not (enclosing_command_name(e.node) in ("echo", "printf") and _output_used(e.node))):
+            plain.add(e.name)  # another use of the path: a sibling's name, an edit (`echo "$ME" | sed`), a test
+    wanted = {name for names in folders.values() for name in names if name is not None}
+    unread = _unread(script.shell, script.parsed.lines, expansions, wanted) if wanted else set()
+    return {name for name, names in folders.items()
+            if name not in plain and None not in names and names <= unread}
+
+
+def _output_used(node) -> bool:
+    """The command around the expansion feeds a pipe or a command substitution (`$(echo "$ME" | sed ...)`): what it
+    prints becomes a value, not a line of the log."""
+    up = node.parent
+    while up is not None and up.type != "program":
+        if up.type in ("pipeline", "command_substitution"):
+            return True
+        up = up.parent
+    return False
+
+
 # `scontrol show job $SLURM_JOB_ID` prints the path the job was submitted with as Command=
 # (slurm_sprint_job_info() in src/api/job_info.c at slurm-22-05-0-1, _sprint_job_info() in
 # src/scontrol/info_job.c at slurm-26-05-1-1: "Command=%s", job_ptr->command): a variable set from
@@ -350,7 +392,7 @@ def check(target):
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
     if not target.strict:
         fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, script.parsed.lines, expansions, targets) \
-            | _command_fallback(script.shell, targets)
+            | _command_fallback(script.shell, targets) | _folder_unread(script, expansions, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)
                                            or _after_submit_or(expansion.node)

@@ -114,12 +114,16 @@ def _records_own_submission(script) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1]) for pattern in _patterns(rest))
 
 
+# a cheap look before the parse: -t, clustered (-vt), --time, --tim (an abbreviation)
+_MAY_SET_TIME = re.compile(r"-[A-Za-z]*t|--ti")
+
+
 def _ignored_time_line(script) -> int | None:
     """The line of an #SBATCH --time that sbatch ignores (after the first command; not one in text the script
     writes for another job), or None."""
     written = script.shell.text_lines() if script.parsed.ignored_directives and script.shell is not None else set()
     for directive in script.parsed.ignored_directives:
-        if directive.line not in written and any(o.name == "time" for o in parse_script("#!/bin/bash\n" + directive.text + "\n").options):
+        if directive.line not in written and _MAY_SET_TIME.search(directive.text) and any(o.name == "time" for o in parse_script("#!/bin/bash\n" + directive.text + "\n").options):
             return directive.line
     return None
 

@@ -38,14 +38,15 @@ off, its words vanish (WESTPA's template). Nor a name whose value is assigned to
 (`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose; also through arithmetic,
 `PROCS=$(( ${PROC} + ${XIO} ))`: PROCS is not yet set where PROC is read, so it is no typo of PROCS). Nor an
 expansion whose value goes into a name the file reads nowhere and never exports (round four hundred and ninety-six's
-NEMO job: that PROCS is never used again): empty or not, nothing the job does changes.
+NEMO job: that PROCS is never used again): empty or not, nothing the job does changes; not inside arithmetic,
+where an empty value may fail the expansion (bash drops the rest of the line, dash and ksh93 stop).
 """
 import difflib
 from collections import Counter
 import re
 from functools import lru_cache
 
-from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, is_submitter, set_names, sourced
+from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, set_effect, set_names, sourced
 from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
@@ -136,9 +137,9 @@ def _one_deletion(name: str):
         yield name[:i] + name[i + 1:]
 
 
-def _near_miss(name: str, index: dict[str, set[str]]) -> list[str]:
+def _near_miss(name: str, index: dict[str, set[str]], other_than: str | None = None) -> list[str]:
     candidates = sorted(found for found in {found for key in _one_deletion(name) for found in index.get(key, ())}
-                        if one_edit(name, found))
+                        if one_edit(name, found) and found != other_than)
     return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
 
 
@@ -180,13 +181,56 @@ def _assigned_to(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
-def _never_read(shell, text: str, name: str) -> bool:
-    """`name` appears in the file only in its own assignments, none exported: nothing reads its value (round 496's
-    NEMO job: `PROCS=$(( ${PROC} + ${XIO} ))` from two unset names, PROCS never used again). The file's words are
-    counted once per script."""
-    words = shell.once("unset-variable words", lambda: Counter(re.findall(r"(?<![\w-])[A-Za-z_]\w*", text)))
-    assigned = shell.assigned(name)
-    return bool(assigned) and not any(a.exported for a in assigned) and words[name] == len(assigned)
+def _never_read(target, text: str, name: str, cache: dict) -> bool:
+    """`name` appears in the file only in its own assignments, none exported, and nothing else can read it: no `set -u`
+    (bash stops at the unset expansion itself), no `set -a`, no indirect read (`${!v}`, eval, a sourced file), and
+    not a name the job's environment may already hold (an inherited variable is exported: PATH, LD_LIBRARY_PATH,
+    CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS, ...) (round 496's NEMO job: `PROCS=$(( ${PROC} + ${XIO} ))` from two
+    unset names, PROCS never used again). The file's words are counted once per script, each name judged once."""
+    if name not in cache:
+        shell = target.script.shell
+        words = shell.once("unset-variable words", lambda: Counter(re.findall(r"(?<!\w)[A-Za-z_]\w*", text)))
+        assigned = shell.assigned(name)
+        cache[name] = bool(assigned) and words[name] == len(assigned) and not any(a.exported for a in assigned) \
+            and name not in SHELL_VARIABLES and not _ENVIRONMENT.search(name) \
+            and shell.once("unset-variable closed world", lambda: _closed_world(target, text))
+    return cache[name]
+
+
+# Names a job's environment commonly holds already (inherited, so exported: an assignment reaches every program)
+_ENVIRONMENT = re.compile(r"^(LD_|CUDA_|OMP_|MKL_|KMP_|NCCL_|SLURM_|SBATCH_|SRUN_|I_MPI_|UCX_|FI_|PMIX_|MPI|OPENBLAS_|"
+                          r"PYTHON|CONDA|LC_|HF_|TORCH|WANDB_|XDG_|TF_|XLA_|JAX_|NVIDIA_|ROCR_|HIP_|GPU_|OMPI_)|PATH$")
+
+
+def _closed_world(target, text: str) -> bool:
+    """Nothing in the script reads names it does not spell out: no nounset, no allexport, no `${!...}`, eval or
+    sourced file."""
+    script = target.script
+    shell = script.shell
+    flags = set(script.interpreter_flags)
+    for command in shell.named("set"):
+        effect = set_effect(command)
+        flags |= effect.on | {"u" for option in effect.options_on if option == "nounset"} \
+            | {"a" for option in effect.options_on if option == "allexport"}
+    return not flags & {"u", "a"} and "${!" not in text and not shell.named("eval", "source", ".")
+
+
+def _in_arithmetic(node) -> bool:
+    """Inside `$(( ))`: empty there, the expansion may fail, read or not (bash 5.2: `$(( + ))` is "operand expected"
+    and bash drops the rest of the line; dash and ksh93 (`4 * ${X}`) stop the script; a review's probes)."""
+    parent = node.parent
+    while parent is not None and parent.type in _VALUE_PARTS:
+        if parent.type == "arithmetic_expansion":
+            return True
+        parent = parent.parent
+    return False
+
+
+def _set_before(shell, name: str, node) -> bool:
+    """The script assigns `name` above this expansion wherever it runs (`STEPS=100; STEPS=$(( $STEP + 50 ))`: STEP
+    may mean it); not in a branch (`then` and `else` arms never both run: a review's probe)."""
+    return any(a.node is not None and a.node.end_byte <= node.start_byte and always_runs(a.node)
+               for a in shell.assigned(name))
 
 
 def _vanishes(node) -> bool:
@@ -231,6 +275,7 @@ def check(target):
     tested = {e.name for e in shell.expansions if _tested(e.node)}  # the script asks whether they are set
     reported: set = set()
     whole = "\n".join(target.script.parsed.lines)
+    unread: dict = {}  # name -> whether nothing reads it (_never_read), judged once
     switched_off = set(_SWITCHED_OFF.findall(whole))
     # a submitter's shell runs outside any job: a SLURM_ name there is its own setting, not Slurm's
     submitter = is_submitter(target.script)
@@ -242,7 +287,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         receiver = _assigned_to(expansion.node)
-        if receiver is not None and _never_read(shell, whole, receiver):
+        if receiver is not None and not _in_arithmetic(expansion.node) and _never_read(target, whole, receiver, unread):
             continue  # its value goes into a name nothing reads: empty or not, nothing changes
         if _SLURM.match(name):
             if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen \
@@ -261,8 +306,12 @@ def check(target):
         close = _near_miss(name, index)
         if close and name in switched_off and _vanishes(expansion.node):
             continue  # `#TSTATE_ARGS=...` then `w_init $BSTATE_ARGS $TSTATE_ARGS`: the switch is off
-        if close and _assigned_to(expansion.node) == close[0]:
-            continue  # `XNATHOST=${XNAT_HOST}`: the near name is made from this one, on purpose (round 490's DAX)
+        if close and receiver in close and not _set_before(shell, receiver, expansion.node):
+            # `XNATHOST=${XNAT_HOST}`: the near name is made from this one, on purpose (round 490's DAX); another
+            # near name may still be the one meant (`NPROC=64; PROCS=$(( ${NPROCS} + 4 ))`)
+            close = _near_miss(name, index, other_than=receiver)
+            if not close:
+                continue
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
             assigned = shell.assigned(close[0])

@@ -31,7 +31,7 @@ import io
 import re
 import tokenize
 
-from validator.rules.base import as_int, first_work_line, invisible, is_submitter
+from validator.rules.base import as_int, first_work_line, invisible, is_submitter, looks_blank, one_host
 from validator.sbatch import parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
@@ -58,8 +58,9 @@ def check(target):
             continue
         if not target.strict and asks_for_default(directive.text, directive.line, parsed, elsewhere, read):
             continue
-        looks_blank = parsed.first_command_line and invisible(parsed.lines[parsed.first_command_line - 1].strip(" \t\r"))
-        what = ", which holds only invisible characters" if looks_blank else ""
+        first = parsed.lines[parsed.first_command_line - 1].strip(" \t\r") if parsed.first_command_line else ""
+        what = ", which holds only invisible characters" if invisible(first) else \
+            ", which starts with an invisible character" if looks_blank(first) else ""
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}{what}) is ignored by Slurm; "
                "move it above")
@@ -77,7 +78,8 @@ _SHAPE = frozenset({"nodes", "ntasks", "ntasks-per-node", "ntasks-per-socket", "
 # and a node list (of more than one host: header_options). An option per node (--gpus-per-node, --ntasks-per-node,
 # -c: one task's CPUs are on one node) shapes each node, not how many (round 494's `#SBATCh --nodes=1` beside
 # --gpus-per-node=1 and --nodelist=worker7)
-_NODE_COUNT = frozenset({"nodes", "ntasks", "ntasks-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "nodelist"})
+_NODE_COUNT = frozenset({"nodes", "ntasks", "ntasks-per-gpu", "gpus", "gpus-per-task", "cpus-per-gpu", "nodelist",
+                         "nodefile"})
 _DEFAULTS = {"nodes": ("1", (), _NODE_COUNT),
              "ntasks": ("1", ("SLURM_NTASKS", "SLURM_NPROCS"), _SHAPE),
              # one task on the one node; SLURM_NTASKS_PER_NODE only where the option is given (set_envs in
@@ -109,17 +111,11 @@ def header_options(parsed) -> dict:
                for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
     for line, option in [(o.line, o) for o in parsed.options] + ignored:
         default = _DEFAULTS.get(option.name or "")
-        if option.name == "nodelist" and _one_host(option.value or ""):
+        if option.name == "nodelist" and one_host(option.value or ""):
             continue  # one named host: one node, as without it
         if default is None or as_int((option.value or "").strip("\"'")) != as_int(default[0]):
             found.setdefault(option.name, set()).add(line)
     return found
-
-
-def _one_host(value: str) -> bool:
-    """A --nodelist of one host name (`worker7`): no comma, no range, no file (a value with '/' is a file of names)."""
-    value = value.strip("\"'")
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*", value))
 
 
 def _python_string_lines(text: str) -> set:

@@ -58,7 +58,15 @@ def _set_live(look, live: dict) -> bool:
     looks = parse_script(MAGIC + _SBATCH_WORD.sub("", look.text, count=1) + "\n").options
     return bool(looks) and all(o.name is not None and not o.problem and SAME_SETTING.get(o.name, o.name) in live
                                and (live[SAME_SETTING.get(o.name, o.name)][0] == o.value
-                                    or live[SAME_SETTING.get(o.name, o.name)][1] > look.line) for o in looks)
+                                    or live[SAME_SETTING.get(o.name, o.name)][1] > look.line
+                                    and not _kept_with_later(o)) for o in looks)
+
+
+def _kept_with_later(option) -> bool:
+    """A value a later one does not replace: --kill-on-invalid-dep=yes sets a flag that a later =no leaves on
+    (arg_set_kill_on_invalid_dep in src/common/slurm_opt.c ORs KILL_INV_DEP into job_flags, and
+    handle_invalid_dependency tests it first); an =no above a live =yes changes nothing."""
+    return option.name == "kill-on-invalid-dep" and (option.value or "").strip("\"'").lower() == "yes"
 
 
 def check(target):
