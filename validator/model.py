@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,7 +31,8 @@ _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
 # a line at the script's top level that may end the shell: `exit`, `exit 0`, `exec julia ... "$0"` (Script.shell_text)
-_MAY_END_SHELL = re.compile(r"^(exit|exec)\b.*\n(?=(.*\n)*?[ \t]*[^#\s])", re.M)
+# indented too: the `exit` of a polyglot's `#=` ... `=#` block is at the top level however it is indented (round 510)
+_MAY_END_SHELL = re.compile(r"^[ \t]*(exit|exec)\b.*\n(?=(.*\n)*?[ \t]*[^#\s])", re.M)
 class Heredoc(NamedTuple):
     """A here-document that a line opens, as bash reads it (bash(1), "Here Documents", bash 5.2): the
     delimiter is the word after quote removal; a word with any part quoted (`'EOF'`, `E"OF"`, `\\EOF`)
@@ -426,13 +428,18 @@ class Script:
         even to find a syntax error: the Julia half of a sh/Julia polyglot job (`#=` ... `exit` ... `=#`,
         round 472's ThreadPinning.jl job), notes kept below an `exit`. A candidate line counts where the text
         up to it parses whole and ends with that command (not inside an `if`, a function, a here-document or
-        a continued line); at most three are tried, each a parse of the text above it. None where none holds."""
+        a continued line); at most three at column 0 and three indented ones are tried (an indented `exit` is
+        most often a branch's; round 510's polyglot indents its block), each a parse of the text above it, in
+        order. None where none holds."""
         if not self.shell_language:
             return None
         from validator.shell import parse_shell_tree
-        for tried, found in enumerate(_MAY_END_SHELL.finditer(self.text)):
-            if tried == 3:
-                break
+        # the commands at column 0 first (an indented `exit` is most often a branch's), then the indented ones;
+        # at most three of each (each try parses the text above it)
+        found_all = list(itertools.islice(_MAY_END_SHELL.finditer(self.text), 200))
+        ordered = [f for f in found_all if not f.group(0)[:1].isspace()][:3] + \
+            [f for f in found_all if f.group(0)[:1].isspace()][:3]
+        for found in sorted(ordered, key=lambda f: f.start()):  # the first that holds is where bash stops
             root = parse_shell_tree(self.text[:found.end()].encode("utf-8", "surrogateescape")).root_node
             last = [child for child in root.children if child.type != "comment"][-1:]
             if root.has_error or not last:

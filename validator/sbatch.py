@@ -22,7 +22,8 @@ MAGIC = "#SBATCH"
 # The characters isspace() takes in the C locale, as sbatch reads its script (_opt_batch_script in src/sbatch/opt.c)
 _C_SPACE = " \t\n\v\f\r"
 # Unicode spaces and format characters at a line's start (U+200B, U+00A0, U+FEFF, U+3000): invisible to a reader
-_INVISIBLE_LEAD = re.compile(r"[\u00a0\u1680\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\ufeff]+")
+_INVISIBLE_LEAD = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u00a0\u00ad\u1680\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000"
+                             r"\ufeff]+")
 
 # Options that SPANK plugins add to sbatch once they are loaded. In the strict profile they are
 # accepted only when declared (manifest slurm.spank, `# validator: spank=NAME`, repository config);
@@ -566,7 +567,7 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
             if hidden and stripped[hidden.end():].upper().startswith("#SBATCH") and number > 1:
                 # `\u200b#SBATCH -N 2`: a directive to the eye, a command to sbatch, which stops reading here
                 script.lookalikes.append(LookAlike(
-                    number, 1, line.rstrip("\r"), f"an invisible character (U+{ord(stripped[0]):04X}) before '#SBATCH' "
+                    number, len(line) - len(line.lstrip(_C_SPACE)) + 1, line.rstrip("\r"), f"an invisible character (U+{ord(stripped[0]):04X}) before '#SBATCH' "
                     "makes the line a command to sbatch: it ignores this line and every directive below it"))
     script.options = resolve_options(script.directives, spank, release, site_options)
     # A template ({{ nodes }}, -A <ACCOUNT>): its directives are not sbatch's yet, and a placeholder with

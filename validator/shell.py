@@ -277,13 +277,13 @@ def parse_shell(text: str) -> ShellScript:
     out = ShellScript(has_errors=tree.root_node.has_error, root=tree.root_node, columns=_Columns(data))
     saved, _pos = _pos, out.columns
     try:
-        _walk(tree.root_node, out)
+        _walk(tree.root_node, out, data)
     finally:
         _pos = saved
     return out
 
 
-def _walk(root, out: ShellScript):
+def _walk(root, out: ShellScript, data: bytes = b""):
     """Every node in document order, with an explicit stack: a deeply nested script (thousands of
     `$(` or `(`) cannot overflow Python's recursion limit."""
     stack = [(root, False, False, 0)]
@@ -312,7 +312,14 @@ def _walk(root, out: ShellScript):
                 inner = unwrap(command)
                 if inner is not None:
                     out.commands.append(inner)
-            # X=1 cmd: scoped to the command, not an assignment of the script
+            # X=1 cmd: scoped to the command, not an assignment of the script; but tree-sitter-bash sometimes takes
+            # `IFS=',' arr=(...)` and the NEXT line's command as one command, where bash ends the line's simple
+            # command at its newline (round 509's alphafold2 jobs): an assignment a newline (not a continued line)
+            # parts from the name is the script's own
+            for child in node.children:
+                if child.type == "variable_assignment" and name_node is not None \
+                        and _newline_between(child, name_node, data):
+                    _assignment(child, out, exported=False, conditional=conditional)
             later = [c for c in node.children if c.type != "variable_assignment"]
         elif kind == "declaration_command":
             keyword = node.children[0].type if node.children else ""
@@ -344,6 +351,14 @@ def _walk(root, out: ShellScript):
                     out.expansions.append(Expansion(name, line, col, node))
             later = node.children
         stack.extend((child, conditional, in_pipeline, depth + 1) for child in reversed(later))
+
+
+def _newline_between(before, after, data: bytes) -> bool:
+    """A line ends between two nodes of one command, not continued with a backslash."""
+    if after.start_point[0] <= before.end_point[0]:
+        return False
+    gap = data[before.end_byte:after.start_byte]
+    return b"\n" in gap.replace(b"\\\n", b"")
 
 
 def unwrap(command: Command) -> Command | None:

@@ -153,8 +153,19 @@ def is_batch_script(script) -> bool:
         return False
     written = script.shell.text_lines()  # #SBATCH lines in text the script writes: another job's
     ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
-    work = first_work_line(script.shell)  # a file that runs no work (an environment file, notes) is no job
-    return bool(ignored) and work is not None and ignored[0] < work
+    work = first_work_line(script.shell)
+    # a file that runs nothing but settings and notes (an environment file to source, a notes file) is no job; one
+    # that sources a run script, evals a command, sleeps or copies runs something (a review's probes)
+    runs = any(c.name.rsplit("/", 1)[-1] not in _ONLY_SETTINGS and not in_function(c.node)
+               for c in script.shell.commands if c.node is not None)
+    return bool(ignored) and runs and (work is None or ignored[0] < work)
+
+
+# What an environment file or notes run: settings and output, nothing that does a job's work
+_ONLY_SETTINGS = frozenset({"export", "set", "unset", "module", "ml", "conda", "mamba", "micromamba", "spack", "echo",
+                            "printf", "cat", "alias", "declare", "local", "readonly", "typeset", "true", ":", "shopt",
+                            "umask", "ulimit", "cd", "pwd", "date", "hostname", "ls", "which", "type", "env",
+                            "printenv", "whoami", "id", "uname"})
 
 
 # Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at
@@ -459,9 +470,9 @@ def set_names(shell) -> set:
     return names
 
 
-# A name `let` sets: NAME= (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); not NAME+= and the other
-# compound forms, which read the name first (`let "EPOCH += 5"` beside EPOCHS: a typo's symptom, not a setting)
-_LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*=(?!=)")
+# A name `let` sets: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); a compound
+# form counts up from an unset name (`let "NJOBS += 1"` makes NJOBS 1: a review's probe), so it sets it too
+_LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 
 def declared_names(shell, lines) -> set | None:
@@ -1296,7 +1307,8 @@ def dead_branch_lines(shell) -> frozenset:
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
     it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
     before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
-    nor where a file sourced or an eval may set it again (run after the assignment, or in a function).
+    nor in a script that sources a file or runs eval (even above the assignment: it may define a function that
+    runs below it and sets the variable again: a review's probe, `module` from a sourced lmod.sh).
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
     unconditional `continue` or `break` (round 490's CMB-S4 merge loop, switched off with a `continue`). Read once
     per script."""
@@ -1314,15 +1326,8 @@ def dead_branch_lines(shell) -> frozenset:
         for command in shell.named("read", "getopts", "mapfile", "readarray"):
             for word in command.args:
                 constants.pop(word.value or "", None)
-        # a sourced file or an eval may set the variable again: where it runs after the assignment (at the top level,
-        # below it), or may run at any time (in a function); one run above the assignment cannot undo it (round
-        # 506's BDDCML benchmark: its module set-up sourced on line 33, PROCEDURE_TYPE set on line 83)
-        for command in shell.named("source", ".", "eval"):
-            statement = statement_of(command.node) if command.node is not None else None
-            if statement is None or in_function(command.node) or not always_runs(statement):
-                constants = {}
-                break
-            constants = {name: a for name, a in constants.items() if a.node.start_byte > command.node.start_byte}
+        if shell.named("source", ".", "eval"):
+            constants = {}  # a sourced file or an eval may set the variable again, or define a function that does
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()

@@ -160,11 +160,16 @@ def _one_task(shell, parsed, command, strict) -> bool:
 def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
     """The file shows a sign of a distributed program (_FILE_SIGNS) once srun's --mpi options are left out. Found
     once per script."""
-    return shell.once("signs beyond --mpi", lambda: _FILE_SIGNS.search(
-        _MPI_FLAG.sub("", "\n".join(parsed.lines))) is not None)
+    def find():
+        text = _MPI_FLAG.sub("", "\n".join(parsed.lines))
+        return _FILE_SIGNS.search(text) is not None or _MPI_PROGRAM.search(text) is not None
+    return shell.once("signs beyond --mpi", find)
 
 
-_MPI_FLAG = re.compile(r"--mpi[= ]\S+")
+# srun's --mpi option and its variable form (SLURM_MPI_TYPE: srun.1, INPUT ENVIRONMENT VARIABLES): the flag itself
+_MPI_FLAG = re.compile(r"--mpi[= ]\S+|SLURM_MPI_TYPE\S*")
+# MPI programs by their usual names: GROMACS's and LAMMPS's _mpi builds, HPL, QE's pw.x, CP2K's psmp/popt, VASP
+_MPI_PROGRAM = re.compile(r"\w_mpi\b|\bxhpl\b|\bpw\.x\b|\bcp2k\.p|\bvasp_|\bnamd2\b|\bmdrun\b")
 
 
 def _templated_program(command) -> bool:
@@ -1096,8 +1101,10 @@ def _served_words(shell, command) -> list[str]:
         words = [command] + list(command.args)
     texts = []
     for word in words:
-        text = word.name if word is command else (word.value if word.value is not None else word.raw)
-        texts.extend(text.strip("\"'").split() or [""])
+        # a text over several lines keeps its line ends (its value joins them with blanks)
+        text = word.name if word is command else \
+            (word.raw if "\n" in word.raw or word.value is None else word.value)
+        texts.extend(re.findall(r"\n|[^\s]+", text.strip("\"'")) or [""])  # line ends kept: a shell's text splits there
     name = texts[0].rsplit("/", 1)[-1] if texts else ""
     if name in _RUNTIMES and texts[1:2] and texts[1] in ("exec", "run"):
         rest = [Word(t, t, 0, 0) for t in texts]
@@ -1108,15 +1115,43 @@ def _served_words(shell, command) -> list[str]:
 
 def _served_words_of(texts: list[str]) -> list[str]:
     """`python -m jupyter lab` is `jupyter lab`; `bash -c ". conda.sh && conda activate base && jupyter-lab"` is its
-    last command (a shell's status and its life are its last command's, bash(1); round 505's Dask session in a
-    container); anything else as it is."""
-    if texts and texts[0].rsplit("/", 1)[-1].startswith("python") and texts[1:2] == ["-m"]:
-        return texts[2:]
-    if texts and texts[0].rsplit("/", 1)[-1] in ("bash", "sh") and texts[1:2] == ["-c"] and len(texts) > 2:
-        rest = [t.rstrip(";") for t in texts[2:]]
-        cut = max((i for i, t in enumerate(texts[2:]) if t in ("&&", ";") or t.endswith(";")), default=-1)
-        return _served_words_of(rest[cut + 1:]) if rest[cut + 1:] else texts
+    last command where every command before it only sets the shell up (_SHELL_SETUP: round 505's Dask session in a
+    container; `python prep.py && jupyter lab` is no service, `torchrun ... && timeout 300 rsync` no bounded step:
+    a review's probes), past an `exec`; anything else as it is. A loop, not a recursion: shells nest."""
+    while texts:
+        while texts and texts[0] == "\n":
+            texts = texts[1:]
+        if not texts:
+            break
+        base = texts[0].rsplit("/", 1)[-1]
+        if base.startswith("python") and texts[1:2] == ["-m"]:
+            texts = texts[2:]
+            continue
+        if base in ("bash", "sh") and len(texts) > 2 and texts[1] in ("-c", "-lc", "-l"):
+            rest = texts[2:] if texts[1] != "-l" else texts[3:] if texts[2:3] == ["-c"] else []
+            commands, current = [], []
+            for word in rest:  # split at && ; and line ends (the text's words, split on blanks before)
+                if word in ("&&", ";", "\n"):
+                    commands.append(current)
+                    current = []
+                elif word.endswith(";"):
+                    current.append(word[:-1])
+                    commands.append(current)
+                    current = []
+                else:
+                    current.append(word)
+            commands = [c for c in commands + [current] if c]
+            if not commands or not all(c[0].rsplit("/", 1)[-1] in _SHELL_SETUP for c in commands[:-1]):
+                return [t for t in texts if t != "\n"]
+            texts = commands[-1][1:] if commands[-1][0] == "exec" else commands[-1]
+            continue
+        return [t for t in texts if t != "\n"]
     return texts
+
+
+# What a shell's text does before its program to set itself up (sourcing an environment, activating it, moving)
+_SHELL_SETUP = frozenset({".", "source", "conda", "mamba", "micromamba", "module", "ml", "cd", "export", "set",
+                          "ulimit", "umask", "echo", "printf", "hostname", "date", "nvidia-smi"})
 
 
 def session_tool(shell, command) -> bool:

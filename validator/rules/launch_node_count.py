@@ -36,15 +36,29 @@ BAD = bad_batch('--nnodes="$SLURM_NNODES"', "--nnodes=2")
 _ONE_NODE_STEP = re.compile(r"(?:-N\s*1|--nodes[= ]1)(?![0-9-])")
 
 
-def _several_nodes(parsed) -> str | None:
-    """The node count a job asks for when it is more than one (--nodes=4, --nodes=2-4). Fewer tasks than nodes
-    (`-N 4 -n 1`) cut the count to the tasks': "can't run 1 processes on 4 nodes, setting nnodes to 1"
-    (_opt_verify in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1; round 506's BLIP retrieval job)."""
-    value = parsed.value("nodes") or ""
-    low = as_int(value.split("-")[0])
+def _job_nodes(parsed) -> str | None:
+    """The job's node count as sbatch settles it: --nodes, less where fewer tasks are asked (`-N 4 -n 1` is one
+    node: "can't run 1 processes on 4 nodes, setting nnodes to 1"; a maximum above the task count comes down to
+    it: _opt_verify in src/sbatch/opt.c at slurm-22-05-0-1 and slurm-26-05-1-1; round 506's BLIP retrieval job)."""
+    value = parsed.value("nodes")
+    if value is None:
+        return None
+    low, _, high = value.partition("-")
     tasks = as_int(parsed.value("ntasks") or "")
-    if low is not None and tasks is not None and 0 < tasks < low:
-        return str(tasks) if tasks > 1 else None
+    if tasks is None or tasks <= 0:
+        return value
+    low_n, high_n = as_int(low), as_int(high) if high else None
+    if high_n is not None and tasks < high_n:
+        high, high_n = str(tasks), tasks
+    if low_n is not None and tasks < low_n:
+        low, low_n = str(tasks), tasks
+    return low if not high or high == low else f"{low}-{high}"
+
+
+def _several_nodes(parsed) -> str | None:
+    """The node count a job asks for when it is more than one (--nodes=4, --nodes=2-4), as sbatch settles it."""
+    value = _job_nodes(parsed) or ""
+    low = as_int(value.split("-")[0])
     return value if low is not None and low > 1 else None
 
 
@@ -110,7 +124,7 @@ def check(target):
     launchers = list(launcher_commands(script.shell))
     batch_shell = {(c.line, c.col) for c in _batch_shell_launchers(script.shell)}
     several = _several_nodes(script.parsed)
-    asked_nodes = script.parsed.value("nodes")
+    asked_nodes = _job_nodes(script.parsed)
     for command in launchers:
         word = command.option("--nnodes")
         passed = word or srun_option(script.shell, command, "--nnodes", "--nnodes")  # also through an array

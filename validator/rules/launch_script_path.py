@@ -312,18 +312,44 @@ def _unread(shell, lines, expansions, targets: set) -> set:
 
 
 def _folder_unread(script, expansions, targets: set) -> set:
-    """Holders of the script's path (`THIS_SCRIPT=$(readlink -f "$0")`) whose folder is only put into names that
-    nothing reads (`THIS_SCRIPT_DIR=$(dirname "$THIS_SCRIPT")`, then only echoed): their other uses read the script's
-    name or text (`cp "$THIS_SCRIPT" $RESULTS/`, `basename`), the same in the spool copy (round 505's
-    collective_profiler jobs, 2 findings judged false)."""
-    out = set()
-    for name in targets:
-        folders = {_assigned_name(e.node) for e in expansions if e.name == name and e.node is not None
-                   and _folder_taken(e.node)}
-        if folders and None not in folders and folders <= _unread(script.shell, script.parsed.lines, expansions,
-                                                                  folders):
-            out.add(name)
-    return out
+    """Holders of the script's own path (`THIS_SCRIPT=$(readlink -f "$0")`, not a folder already) whose folder is
+    only put into names that nothing reads (`THIS_SCRIPT_DIR=$(dirname "$THIS_SCRIPT")`, then only echoed), and whose
+    every other use reads the script's name or text as a whole word (`cp "$THIS_SCRIPT" $RESULTS/`, `basename`,
+    `echo`): the same in the spool copy (round 505's collective_profiler jobs, 2 findings judged false). Not one cut
+    into a sibling's name (`${THIS_SCRIPT%.sbatch}.yaml`) or edited (sed). All holders' folders are judged unread in
+    one pass (linear)."""
+    held: dict = {}  # name -> the $0 / BASH_SOURCE expansions assigned to it, found in one pass
+    for e in expansions:
+        if e.name in ("0", "BASH_SOURCE") and e.node is not None:
+            name = _assigned_name(e.node)
+            if name in targets:
+                held.setdefault(name, []).append(e)
+    paths = {name for name, found in held.items() if all(not _folder_taken(e.node) for e in found)}
+    folders, plain = {}, set()
+    for e in expansions:
+        if e.name not in paths or e.node is None:
+            continue
+        if _folder_taken(e.node):
+            folders.setdefault(e.name, set()).add(_assigned_name(e.node))
+        elif not (enclosing_command_name(e.node) in _CONTENT | _NAMES_ONLY
+                  and re.fullmatch(rb"\$\{?\w+\}?", e.node.text)
+                  and not (enclosing_command_name(e.node) in ("echo", "printf") and _output_used(e.node))):
+            plain.add(e.name)  # another use of the path: a sibling's name, an edit (`echo "$ME" | sed`), a test
+    wanted = {name for names in folders.values() for name in names if name is not None}
+    unread = _unread(script.shell, script.parsed.lines, expansions, wanted) if wanted else set()
+    return {name for name, names in folders.items()
+            if name not in plain and None not in names and names <= unread}
+
+
+def _output_used(node) -> bool:
+    """The command around the expansion feeds a pipe or a command substitution (`$(echo "$ME" | sed ...)`): what it
+    prints becomes a value, not a line of the log."""
+    up = node.parent
+    while up is not None and up.type != "program":
+        if up.type in ("pipeline", "command_substitution"):
+            return True
+        up = up.parent
+    return False
 
 
 # `scontrol show job $SLURM_JOB_ID` prints the path the job was submitted with as Command=

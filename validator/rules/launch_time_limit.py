@@ -114,7 +114,8 @@ def _records_own_submission(script) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1]) for pattern in _patterns(rest))
 
 
-_MAY_SET_TIME = re.compile(r"-t|--ti")  # a cheap look before the parse: -t, --time, --tim (an abbreviation)
+# a cheap look before the parse: -t, clustered (-vt), --time, --tim (an abbreviation)
+_MAY_SET_TIME = re.compile(r"-[A-Za-z]*t|--ti")
 
 
 def _ignored_time_line(script) -> int | None:

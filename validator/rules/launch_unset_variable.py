@@ -38,14 +38,15 @@ off, its words vanish (WESTPA's template). Nor a name whose value is assigned to
 (`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose; also through arithmetic,
 `PROCS=$(( ${PROC} + ${XIO} ))`: PROCS is not yet set where PROC is read, so it is no typo of PROCS). Nor an
 expansion whose value goes into a name the file reads nowhere and never exports (round four hundred and ninety-six's
-NEMO job: that PROCS is never used again): empty or not, nothing the job does changes.
+NEMO job: that PROCS is never used again): empty or not, nothing the job does changes; not inside arithmetic,
+where an empty value may fail the expansion (bash drops the rest of the line, dash and ksh93 stop).
 """
 import difflib
 from collections import Counter
 import re
 from functools import lru_cache
 
-from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, errexit_anywhere, is_submitter, set_effect, set_names, sourced
+from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, set_effect, set_names, sourced
 from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
@@ -198,7 +199,7 @@ def _never_read(target, text: str, name: str, cache: dict) -> bool:
 
 # Names a job's environment commonly holds already (inherited, so exported: an assignment reaches every program)
 _ENVIRONMENT = re.compile(r"^(LD_|CUDA_|OMP_|MKL_|KMP_|NCCL_|SLURM_|SBATCH_|SRUN_|I_MPI_|UCX_|FI_|PMIX_|MPI|OPENBLAS_|"
-                          r"PYTHON|CONDA|LC_|HF_|TORCH|WANDB_|XDG_|TF_|XLA_|JAX_|NVIDIA_|ROCR_|HIP_|GPU_)|PATH$")
+                          r"PYTHON|CONDA|LC_|HF_|TORCH|WANDB_|XDG_|TF_|XLA_|JAX_|NVIDIA_|ROCR_|HIP_|GPU_|OMPI_)|PATH$")
 
 
 def _closed_world(target, text: str) -> bool:
@@ -215,8 +216,8 @@ def _closed_world(target, text: str) -> bool:
 
 
 def _in_arithmetic(node) -> bool:
-    """Inside `$(( ))`: empty there, bash may fail the expansion (`$(( + ))`: "operand expected"; ksh93 reads 0),
-    and under errexit a failed assignment ends the job."""
+    """Inside `$(( ))`: empty there, the expansion may fail, read or not (bash 5.2: `$(( + ))` is "operand expected"
+    and bash drops the rest of the line; dash and ksh93 (`4 * ${X}`) stop the script; a review's probes)."""
     parent = node.parent
     while parent is not None and parent.type in _VALUE_PARTS:
         if parent.type == "arithmetic_expansion":
@@ -226,8 +227,10 @@ def _in_arithmetic(node) -> bool:
 
 
 def _set_before(shell, name: str, node) -> bool:
-    """The script assigns `name` above this expansion (`STEPS=100; STEPS=$(( $STEP + 50 ))`: STEP may mean it)."""
-    return any(a.node is not None and a.node.end_byte <= node.start_byte for a in shell.assigned(name))
+    """The script assigns `name` above this expansion wherever it runs (`STEPS=100; STEPS=$(( $STEP + 50 ))`: STEP
+    may mean it); not in a branch (`then` and `else` arms never both run: a review's probe)."""
+    return any(a.node is not None and a.node.end_byte <= node.start_byte and always_runs(a.node)
+               for a in shell.assigned(name))
 
 
 def _vanishes(node) -> bool:
@@ -273,7 +276,6 @@ def check(target):
     reported: set = set()
     whole = "\n".join(target.script.parsed.lines)
     unread: dict = {}  # name -> whether nothing reads it (_never_read), judged once
-    errexit = errexit_anywhere(target.script)
     switched_off = set(_SWITCHED_OFF.findall(whole))
     # a submitter's shell runs outside any job: a SLURM_ name there is its own setting, not Slurm's
     submitter = is_submitter(target.script)
@@ -285,8 +287,7 @@ def check(target):
         if re.match(r"^\$\{\w+:?[-=?+]", text):  # a default or a check: unset is handled
             continue
         receiver = _assigned_to(expansion.node)
-        if receiver is not None and _never_read(target, whole, receiver, unread) \
-                and not (_in_arithmetic(expansion.node) and errexit):
+        if receiver is not None and not _in_arithmetic(expansion.node) and _never_read(target, whole, receiver, unread):
             continue  # its value goes into a name nothing reads: empty or not, nothing changes
         if _SLURM.match(name):
             if name in known or name in _SITE or _HET_GROUP.sub("", name) in known or submitter or unseen \

@@ -230,7 +230,7 @@ def check(target):
             written = re.split(r"\s#", parsed.lines[option.line - 1][option.col - 1:], maxsplit=1)[0]  # not a comment
             if script.in_rendered_folder or script.expanded_by_writer and not _ESCAPED.search(written):
                 continue  # the body of an unquoted here-document: the writing shell expands it before sbatch
-            if option.name == "mail-user" and not parsed.get("mail-type"):
+            if option.name == "mail-user" and not _mails(parsed):
                 continue  # no mail is sent: every mail_job_info() call is gated by the job's mail_type
             yield (script.display, option.line, option.col,
                    f"--{option.name}={value}: sbatch never expands variables in #SBATCH lines; "
@@ -284,3 +284,10 @@ def _mail_type(script, option):
         yield (script.display, option.line, option.col,
                f"--mail-type={option.value}: sbatch skips {words} (not an event: {known}) and "
                + ("sends no mail (NONE)" if kept == ["NONE"] else f"mails only for {','.join(kept)}"))
+
+
+def _mails(parsed) -> bool:
+    """The job asks for mail: a --mail-type whose last value (sbatch applies the last) is other than NONE (round 511's
+    malphaplex templates: `--mail-type=NONE` above a `--mail-user=$USER@...` that no mail ever uses)."""
+    types = parsed.get("mail-type")
+    return bool(types) and (types[-1].value or "").strip("\"'").upper() != "NONE"

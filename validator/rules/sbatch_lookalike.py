@@ -59,12 +59,14 @@ def _set_live(look, live: dict) -> bool:
     return bool(looks) and all(o.name is not None and not o.problem and SAME_SETTING.get(o.name, o.name) in live
                                and (live[SAME_SETTING.get(o.name, o.name)][0] == o.value
                                     or live[SAME_SETTING.get(o.name, o.name)][1] > look.line
-                                    and o.name not in _KEPT_WITH_LATER) for o in looks)
+                                    and not _kept_with_later(o)) for o in looks)
 
 
-# Options a later value does not replace: --kill-on-invalid-dep=yes sets a flag that a later =no leaves on
-# (arg_set_kill_on_invalid_dep in src/common/slurm_opt.c ORs KILL_INV_DEP into job_flags)
-_KEPT_WITH_LATER = frozenset({"kill-on-invalid-dep"})
+def _kept_with_later(option) -> bool:
+    """A value a later one does not replace: --kill-on-invalid-dep=yes sets a flag that a later =no leaves on
+    (arg_set_kill_on_invalid_dep in src/common/slurm_opt.c ORs KILL_INV_DEP into job_flags, and
+    handle_invalid_dependency tests it first); an =no above a live =yes changes nothing."""
+    return option.name == "kill-on-invalid-dep" and (option.value or "").strip("\"'").lower() == "yes"
 
 
 def check(target):
