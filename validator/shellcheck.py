@@ -126,7 +126,7 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2157" and _missing_dollar(finding, script):
         return False
-    if finding.rule == "SC2320" and _errexit_throughout(script):
+    if finding.rule == "SC2320" and (_errexit_throughout(script) or _write_checked(finding, script)):
         return False
     if finding.rule in ("SC1072", "SC1073") and (_trailing_backslash(finding, script) or _filled_here(finding, script)):
         return False
@@ -199,6 +199,24 @@ def _errexit_throughout(script) -> bool:
     if shell is None or not errexit_anywhere(script):
         return False
     return not any("e" in set_effect(c).off for c in shell.named("set"))
+
+
+def _write_checked(finding: Finding, script) -> bool:
+    """SC2320 where the echo or printf before the `$?` writes to a file (`echo $HOSTNAME > $DIR/node`, then `if [ "$?"
+    -ne 0 ]; then echo "Unable to write ..."`: round 514's NAMD job): the echo's status is the write's, the one the
+    author tests."""
+    lines = getattr(getattr(script, "parsed", None), "lines", None)
+    if not lines or not 1 < finding.line <= len(lines):
+        return False
+    at = finding.line - 2
+    while at >= 0 and (not lines[at].strip() or lines[at].lstrip().startswith("#")):
+        at -= 1
+    before = lines[at].strip() if at >= 0 else ""
+    return bool(_WRITES_FILE.match(before))
+
+
+# `echo ... > file`, `printf ... >> "$LOG"`: an echo whose output goes to a file (not `>&2`, not a pipe)
+_WRITES_FILE = re.compile(r"^(echo|printf)\b[^|;&]*[^>&0-9]>>?\s*[^&\s]")
 
 
 def _glued_z_test(finding: Finding, script) -> bool:

@@ -28,14 +28,16 @@ another arm of an `if`/`case` that holds the wait never runs on the same pass as
 arm of a compound command runs), so that wait has nothing of it to collect (round two hundred and
 fifteen: MLPerf's run.sub, weak-scaling instances in the background and waited for in the `then` arm,
 strong-scaling runs in the foreground and a second `wait` in the `else` arm); not where the `if` sits in
-a loop or a function, which may take the other arm on an earlier turn or call.
+a loop or a function, which may take the other arm on an earlier turn or call. Nor, without errexit, a wait
+right after the one background run it collects (`python run.py &` then `wait`: a foreground run written long-hand)
+in a script that ends with its own `exit 0`: the job's state is that 0 either way (rounds 501 and 514).
 """
 import bisect
 import re
 
 from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
-                                  function_definitions, interactive_server, set_effect, shell_payload, signal_name,
-                                  statement_of)
+                                  errexit_anywhere, function_definitions, interactive_server, set_effect, shell_payload,
+                                  signal_name, statement_of)
 from validator.rules.launch_kill_on_bad_exit import interactive_session, runs_service
 from validator.rules.srun import program_words, step_program
 
@@ -351,6 +353,32 @@ def _collected_in_block(node, placed: list[int], busy_calls: list[int]) -> bool:
     return not inside(placed) and not inside(busy_calls)
 
 
+def _foreground_pair(shell, node, placed: list[int]) -> bool:
+    """`srun ... &` right before the `wait` in the same block (comments between), nothing else started in that
+    block's statement: a foreground run written long-hand (rounds 501 and 514: one background run a loop turn, then
+    `wait`), where the script ends with its own `exit 0` below and has no errexit: the job's state is the author's
+    0 whatever the run did, foreground or not, so the wait loses nothing of its own. Elsewhere it may (a pair that
+    ends the job, or one followed only by a report: the run's status would have been the job's or strict mode's)."""
+    before = node.prev_named_sibling
+    while before is not None and before.type == "comment":
+        before = before.prev_named_sibling
+    if before is None or bisect.bisect_left(placed, before.start_byte) == bisect.bisect_left(placed, before.end_byte):
+        return False  # the statement before starts no background work
+    after = before.next_sibling  # `cmd &`: the `&` is the command's sibling (tree-sitter-bash)
+    if after is None or after.type != "&" \
+            or bisect.bisect_left(placed, before.end_byte) - bisect.bisect_left(placed, before.start_byte) != 1:
+        return False
+    top = node
+    while top.parent is not None and top.parent.type != "program":
+        top = top.parent
+    rest = top.next_named_sibling
+    while rest is not None:  # the author's own `exit 0` at the top level below: the job's state is set there
+        if rest.type == "command" and rest.text.split() == [b"exit", b"0"]:
+            return True
+        rest = rest.next_named_sibling
+    return False
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
@@ -367,6 +395,7 @@ def check(target):
     placed = sorted(c.node.start_byte for c in background)  # where each background command stands in the text
     busy_calls = _busy_calls(shell, background)
     previous = -1  # the last bare wait that surely ran: it collected what started before it
+    errexit = errexit_anywhere(target.script)
     body_waits = _body_waits(shell)
     arms: dict = {}  # the arms of each if/case statement, found once
     for command in shell.named("wait"):
@@ -374,6 +403,7 @@ def check(target):
             continue
         at = command.node.start_byte
         checked = False  # one step collected, and the batch shell then tests what it left behind
+        pair_possible = False  # one background start since the last wait that surely ran (_foreground_pair)
         if _function_name(command.node) is not None:  # runs wherever it is called: as before
             started = at > first and not _collected_in_block(command.node, placed, busy_calls)
         else:
@@ -382,6 +412,7 @@ def check(target):
                 - _in_other_arms(command.node, starts, arms)
             checked = since == 1 and enclosing(command.node, _LOOPS) is None \
                 and checks_results_after(shell, command.node.end_byte)
+            pair_possible = since == 1
             loop = enclosing(command.node, _LOOPS)
             # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
             # started later in the body runs before it on the next turn
@@ -391,7 +422,8 @@ def check(target):
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
-        if started and not checked:
+        if started and not checked and not (pair_possible and errexit is False
+                                            and _foreground_pair(shell, command.node, placed)):
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

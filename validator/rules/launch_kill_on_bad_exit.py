@@ -1130,6 +1130,8 @@ def _served_words_of(texts: list[str]) -> list[str]:
         if base in ("bash", "sh") and len(texts) > 2 and texts[1] in ("-c", "-lc", "-l"):
             rest = texts[2:] if texts[1] != "-l" else texts[3:] if texts[2:3] == ["-c"] else []
             commands, current = [], []
+            # a `;` glued between two words (`cd /work;dask-worker`) parts them too
+            rest = [part for word in rest for part in re.split(r"(?<=;)(?=.)", word)]
             for word in rest:  # split at && ; and line ends (the text's words, split on blanks before)
                 if word in ("&&", ";", "\n"):
                     commands.append(current)

@@ -202,9 +202,12 @@ _ENVIRONMENT = re.compile(r"^(LD_|CUDA_|OMP_|MKL_|KMP_|NCCL_|SLURM_|SBATCH_|SRUN
                           r"PYTHON|CONDA|LC_|HF_|TORCH|WANDB_|XDG_|TF_|XLA_|JAX_|NVIDIA_|ROCR_|HIP_|GPU_|OMPI_)|PATH$")
 
 
+_DUMPS_VARIABLES = re.compile(r"(?<![\w-])(?:declare|typeset)[ \t]+-[A-Za-z]*p")  # one line ([ \t]): linear
+
+
 def _closed_world(target, text: str) -> bool:
     """Nothing in the script reads names it does not spell out: no nounset, no allexport, no `${!...}`, eval or
-    sourced file."""
+    sourced file, nothing that prints every variable (`declare -p`, a bare `set`, compgen)."""
     script = target.script
     shell = script.shell
     flags = set(script.interpreter_flags)
@@ -212,7 +215,10 @@ def _closed_world(target, text: str) -> bool:
         effect = set_effect(command)
         flags |= effect.on | {"u" for option in effect.options_on if option == "nounset"} \
             | {"a" for option in effect.options_on if option == "allexport"}
-    return not flags & {"u", "a"} and "${!" not in text and not shell.named("eval", "source", ".")
+    # `declare -p > vars.env`, `set | grep '^MODEL_'`, `compgen -v`: commands that read every variable (a review's probes)
+    dumps = _DUMPS_VARIABLES.search(text) is not None or any(not c.args for c in shell.named("set")) \
+        or bool(shell.named("compgen"))
+    return not flags & {"u", "a"} and "${!" not in text and not shell.named("eval", "source", ".") and not dumps
 
 
 def _in_arithmetic(node) -> bool:

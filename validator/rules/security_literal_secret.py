@@ -37,7 +37,9 @@ BAD = {"run.sbatch": "#!/bin/bash\n#SBATCH --time=00:10:00\nset -euo pipefail\n"
 
 _KEY = re.compile(r"[A-Za-z0-9_+=-][A-Za-z0-9_+/=-]{19,}")  # base64 keys hold '+', '/', '=' (an AWS secret key)
 # A value that says it is no key: a placeholder, an example, a hash algorithm's tag (sha256-...)
-_NOT_A_KEY = re.compile(r"(?i)your|xxxx|change_?me|replace|example|dummy|<|>|\.\.\.|^(sha|md5|blake)[0-9]*[-:]")
+# the word itself as the value (`PASSWD=password`, round 515's OpenHPC recipe) is the textbook placeholder
+_NOT_A_KEY = re.compile(r"(?i)your|xxxx|change_?me|replace|example|dummy|<|>|\.\.\.|^(sha|md5|blake)[0-9]*[-:]"
+                        r"|^(password|passwd|passw0rd|secret)$")
 # `wandb login [--host URL] [--relogin] KEY`, `huggingface-cli login --token KEY`, `hf auth login --token KEY`
 _LOGINS = {"wandb": ("login",), "huggingface-cli": ("login",), "hf": ("auth", "login")}
 _LOGIN_VALUED = {"--host", "--cloud", "--token"}
