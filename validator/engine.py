@@ -358,9 +358,8 @@ def _not_the_scripts(finding: Finding, script) -> bool:
 
 # shellcheck reads every script as bash (shellcheck._command: --shell=bash); a ksh job runs under ksh93, whose
 # grammar takes what bash refuses here: `then ;`, an elif's `then ;`, `else ;`, `do ;` (SC1051, SC1052, SC1053,
-# SC1059: ksh 93u+m/1.0.4 runs
-# `if true; then ; echo yes; fi` and the others, bash 5.2 stops with a syntax error; round 501's TSMP machine file,
-# 11 findings)
+# SC1059: ksh 93u+m/1.0.4 runs `if true; then ; echo yes; fi` and the others, bash 5.2 stops with a syntax error;
+# round 501's TSMP machine file, 11 findings)
 _BASH_ONLY_SYNTAX = frozenset({"SC1051", "SC1052", "SC1053", "SC1059"})
 _KSH = frozenset({"ksh", "ksh93"})
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -21,9 +22,16 @@ DATA = Path(__file__).parent / "data"
 MAGIC = "#SBATCH"
 # The characters isspace() takes in the C locale, as sbatch reads its script (_opt_batch_script in src/sbatch/opt.c)
 _C_SPACE = " \t\n\v\f\r"
-# Unicode spaces and format characters at a line's start (U+200B, U+00A0, U+FEFF, U+3000): invisible to a reader
-_INVISIBLE_LEAD = re.compile(r"[\x00-\x08\x0e-\x1f\x7f\u00a0\u00ad\u1680\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000"
-                             r"\ufeff]+")
+# Unicode spaces, format and control characters (U+200B, U+00A0, U+00AD, U+FEFF, U+001C): nothing a reader sees
+INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
+
+
+def invisible_lead(text: str) -> int:
+    """How many characters at the start of `text` a reader does not see (INVISIBLE_CATEGORIES)."""
+    at = 0
+    while at < len(text) and unicodedata.category(text[at]) in INVISIBLE_CATEGORIES:
+        at += 1
+    return at
 
 # Options that SPANK plugins add to sbatch once they are loaded. In the strict profile they are
 # accepted only when declared (manifest slurm.spank, `# validator: spank=NAME`, repository config);
@@ -117,6 +125,16 @@ class SbatchScript:
     # lines of a template engine's own ({% include %}, {# comment #}): the file is a template that a
     # tool renders before sbatch, and these lines render to directives or to nothing
     engine_lines: list[int] = field(default_factory=list)
+    _ignored_options: list | None = field(default=None, repr=False, compare=False)  # ignored_options(), once
+
+    def ignored_options(self) -> list[tuple[int, "Option"]]:
+        """(line, option) of each option of the #SBATCH lines sbatch ignores (after the first command), as sbatch
+        would read them if they came first; parsed once per script (sbatch-directive-after-command's defaults,
+        launch-time-limit's ignored --time)."""
+        if self._ignored_options is None:
+            self._ignored_options = [(directive.line, option) for directive in self.ignored_directives
+                                     for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
+        return self._ignored_options
 
     def get(self, name: str) -> list[Option]:
         """The option as the batch script's own allocation has it: component 0 of a heterogeneous
@@ -563,12 +581,13 @@ def parse_script(text: str, spank: tuple[str, ...] = (), release: str | None = N
         if not stopped:
             stopped = True
             script.first_command_line = number
-            hidden = _INVISIBLE_LEAD.match(stripped)
-            if hidden and stripped[hidden.end():].upper().startswith("#SBATCH") and number > 1:
+            hidden = invisible_lead(stripped)
+            if hidden and stripped[hidden:].upper().startswith("#SBATCH") and number > 1:
                 # `\u200b#SBATCH -N 2`: a directive to the eye, a command to sbatch, which stops reading here
+                col = len(line) - len(line.lstrip(_C_SPACE)) + 1
                 script.lookalikes.append(LookAlike(
-                    number, len(line) - len(line.lstrip(_C_SPACE)) + 1, line.rstrip("\r"), f"an invisible character (U+{ord(stripped[0]):04X}) before '#SBATCH' "
-                    "makes the line a command to sbatch: it ignores this line and every directive below it"))
+                    number, col, line.rstrip("\r"), f"an invisible character (U+{ord(stripped[0]):04X}) before "
+                    "'#SBATCH' makes the line a command to sbatch: it ignores this line and every directive below it"))
     script.options = resolve_options(script.directives, spank, release, site_options)
     # A template ({{ nodes }}, -A <ACCOUNT>): its directives are not sbatch's yet, and a placeholder with
     # a blank reads as two arguments; sbatch-bad-value says once that the file is a template.

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import bisect
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from validator.model import Target
+from validator.sbatch import invisible_lead
 from validator.shell import enclosing
 
 
@@ -85,7 +85,7 @@ def bad_batch(old: str, new: str) -> dict:
 
 # The set-up a job script does before its work: shell options, environment modules, variables,
 # folders for its logs, a note of where and when it runs.
-_SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
+SETUP = {"set", "shopt", "module", "ml", "source", ".", "export", "unset", "umask", "ulimit", "mkdir", "cd",
           "echo", "printf", "date", "hostname", "conda", "mamba", "micromamba", "spack", "trap", "declare",
           "local", "readonly", "alias", "true", ":", "pwd", "whoami", "nvidia-smi", "env", "printenv", "sleep",
           "eval", "which", "type", "command", "hash", "rm", "cp", "ln", "touch", "test", "[", "[[", "ls", "cat",
@@ -96,9 +96,7 @@ _LOOP = re.compile(r"^(for|c_style_for|while|until|select)_statement$")
 def looks_blank(text: str) -> bool:
     """Text that a reader takes for a blank line or a comment: only invisible characters, or invisible characters
     before '#' (`\u200b#SBATCH ...`, `\u00a0# notes`): sbatch and bash both take it for a command."""
-    at = 0
-    while at < len(text) and unicodedata.category(text[at]) in _INVISIBLE:
-        at += 1
+    at = invisible_lead(text)
     return at > 0 and (at == len(text) or text[at] == "#")
 
 
@@ -107,11 +105,7 @@ def invisible(text: str) -> bool:
     looks blank, where sbatch sees a command (isspace() in the C locale is false for their bytes) and stops
     reading directives (round 499's CSCI5922 job: a zero-width space on line 2, every #SBATCH below it
     ignored); bash runs it as a command that is not found and goes on. Not the job's work."""
-    return bool(text) and all(unicodedata.category(ch) in _INVISIBLE for ch in text)
-
-
-# Unicode spaces, format and control characters (U+200B, U+00A0, U+FEFF, U+001C): nothing a reader sees
-_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
+    return bool(text) and invisible_lead(text) == len(text)
 
 
 def first_work_line(shell) -> int | None:
@@ -122,7 +116,7 @@ def first_work_line(shell) -> int | None:
 
 def _first_work_line(shell) -> int | None:
     lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in _SETUP and not in_function(c.node) and not looks_blank(c.name)]
+             if c.name.rsplit("/", 1)[-1] not in SETUP and not in_function(c.node) and not looks_blank(c.name)]
     stack = [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
@@ -161,11 +155,11 @@ def is_batch_script(script) -> bool:
     return bool(ignored) and runs and (work is None or ignored[0] < work)
 
 
-# What an environment file or notes run: settings and output, nothing that does a job's work
-_ONLY_SETTINGS = frozenset({"export", "set", "unset", "module", "ml", "conda", "mamba", "micromamba", "spack", "echo",
-                            "printf", "cat", "alias", "declare", "local", "readonly", "typeset", "true", ":", "shopt",
-                            "umask", "ulimit", "cd", "pwd", "date", "hostname", "ls", "which", "type", "env",
-                            "printenv", "whoami", "id", "uname"})
+# What an environment file or notes run: the set-up less what runs something (a sourced or evaluated script, a
+# sleep that holds the nodes, files copied or removed, a GPU or Slurm query)
+_ONLY_SETTINGS = (SETUP | {"typeset"}) - {"source", ".", "eval", "sleep", "trap", "command", "hash", "rm", "cp", "ln",
+                                          "touch", "mkdir", "test", "[", "[[", "nvidia-smi", "scontrol", "squeue",
+                                          "sinfo", "nproc", "lscpu", "free", "df"}
 
 
 # Variables Slurm sets in a job's environment and nowhere else (sbatch.1, OUTPUT ENVIRONMENT VARIABLES, at

@@ -53,7 +53,8 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, WORK_PROGRAMS, all_memory, as_int,
+from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP, WORK_PROGRAMS, all_memory,
+                                  as_int,
                                   endless_loop, program_base_name,
                                   backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
                                   in_function,
@@ -150,8 +151,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # distributed program besides that flag is meant for many, given at submission (round one's nccl-tests,
         # rounds 457, 499 and 500: dmlcloud, PUMI, LS-DYNA MPP, judged true); the flag alone is a site's habit
         # (rounds 491 and 506: a template's `srun --mpi=pmi2 python main.py`, one task as published, judged false)
-        return not strict and (srun_option(shell, command, "--mpi") is None or not _distributed_beyond_mpi_flag(shell,
-                                                                                                             parsed))
+        mpi = srun_option(shell, command, "--mpi") is not None
+        return not strict and not (mpi and _distributed_beyond_mpi_flag(shell, parsed))
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
@@ -1151,9 +1152,9 @@ def _served_words_of(texts: list[str]) -> list[str]:
     return texts
 
 
-# What a shell's text does before its program to set itself up (sourcing an environment, activating it, moving)
-_SHELL_SETUP = frozenset({".", "source", "conda", "mamba", "micromamba", "module", "ml", "cd", "export", "set",
-                          "ulimit", "umask", "echo", "printf", "hostname", "date", "nvidia-smi"})
+# What a shell's text does before its program to set itself up: a job script's set-up (base.SETUP), not an eval,
+# which may run anything
+_SHELL_SETUP = SETUP - {"eval"}
 
 
 def session_tool(shell, command) -> bool:

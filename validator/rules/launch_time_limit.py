@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 
 from validator.rules.base import GOOD_BATCH, bad_batch, in_function, is_batch_script, is_submitter
-from validator.sbatch import no_time_limit, parse_script
+from validator.sbatch import no_time_limit
 ID = "launch-time-limit"
 SEVERITY = "error"
 SCOPE = "script"
@@ -48,7 +48,8 @@ def check(target):
     if not times:
         cut = _ignored_time_line(script)
         where = f" that sbatch reads (line {cut}'s comes after the first command)" if cut else ""
-        yield (script.display, 1, 1, f"no #SBATCH --time{where}: a hung job holds its nodes until the partition's limit")
+        yield (script.display, 1, 1,
+               f"no #SBATCH --time{where}: a hung job holds its nodes until the partition's limit")
     elif times[-1].value and no_time_limit(times[-1].value):
         yield (script.display, times[-1].line, times[-1].col,
                f"--time={times[-1].value} is no time limit (INFINITE, as sbatch reads a time of zero too): a hung job "
@@ -114,18 +115,12 @@ def _records_own_submission(script) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1]) for pattern in _patterns(rest))
 
 
-# a cheap look before the parse: -t, clustered (-vt), --time, --tim (an abbreviation)
-_MAY_SET_TIME = re.compile(r"-[A-Za-z]*t|--ti")
-
-
 def _ignored_time_line(script) -> int | None:
     """The line of an #SBATCH --time that sbatch ignores (after the first command; not one in text the script
     writes for another job), or None."""
     written = script.shell.text_lines() if script.parsed.ignored_directives and script.shell is not None else set()
-    for directive in script.parsed.ignored_directives:
-        if directive.line not in written and _MAY_SET_TIME.search(directive.text) and any(o.name == "time" for o in parse_script("#!/bin/bash\n" + directive.text + "\n").options):
-            return directive.line
-    return None
+    return next((line for line, option in script.parsed.ignored_options()
+                 if option.name == "time" and line not in written), None)
 
 
 def _writes_jobs(script) -> bool:

@@ -46,7 +46,8 @@ from collections import Counter
 import re
 from functools import lru_cache
 
-from validator.rules.base import CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, set_effect, set_names, sourced
+from validator.rules.base import (CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, set_effect, set_names,
+                                  sourced)
 from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
@@ -212,10 +213,8 @@ def _closed_world(target, text: str) -> bool:
     shell = script.shell
     flags = set(script.interpreter_flags)
     for command in shell.named("set"):
-        effect = set_effect(command)
-        flags |= effect.on | {"u" for option in effect.options_on if option == "nounset"} \
-            | {"a" for option in effect.options_on if option == "allexport"}
-    # `declare -p > vars.env`, `set | grep '^MODEL_'`, `compgen -v`: commands that read every variable (a review's probes)
+        flags |= set_effect(command).on  # letters, -o nounset and -o allexport included
+    # `declare -p > vars.env`, `set | grep '^MODEL_'`, `compgen -v`: they read every variable (a review's probes)
     dumps = _DUMPS_VARIABLES.search(text) is not None or any(not c.args for c in shell.named("set")) \
         or bool(shell.named("compgen"))
     return not flags & {"u", "a"} and "${!" not in text and not shell.named("eval", "source", ".") and not dumps

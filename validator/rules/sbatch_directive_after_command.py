@@ -23,9 +23,9 @@ judged false; the `-t`, `-p`, `-n 4` beside them true): one node (sbatch.1, -N: 
 is one task), one task ("The default is one task per node", -n) on one node, one CPU a task (-c: "just try to
 allocate one processor per task"); sbatch.1 at slurm-22-05-0-1 and slurm-26-05-1-1. The node count's default moves
 only with what can ask for more than one node (tasks, GPUs in all or per task, a node list of more than one host),
-not with an option per node (--gpus-per-node, --ntasks-per-node, -c: round four hundred and ninety-four). A review with probes found
-the first form of this too wide (variables read, --nodelist, --gpus, -c and --threads-per-core beside it, an
-ignored -n 64 beside an ignored -N 1) and quadratic in the directives; both fixed.
+not with an option per node (--gpus-per-node, --ntasks-per-node, -c: round four hundred and ninety-four). A
+review with probes found the first form of this too wide (variables read, --nodelist, --gpus, -c and
+--threads-per-core beside it, an ignored -n 64 beside an ignored -N 1) and quadratic in the directives; both fixed.
 """
 import io
 import re
@@ -107,9 +107,7 @@ def header_options(parsed) -> dict:
     """{option name: {lines}} of the live directives and of the ignored ones that ask for more than a default
     (`-N 1` beside `-n 1` changes nothing), read once per script."""
     found: dict = {}
-    ignored = [(directive.line, option) for directive in parsed.ignored_directives
-               for option in parse_script("#!/bin/bash\n" + directive.text + "\n").options]
-    for line, option in [(o.line, o) for o in parsed.options] + ignored:
+    for line, option in [(o.line, o) for o in parsed.options] + parsed.ignored_options():
         default = _DEFAULTS.get(option.name or "")
         if option.name == "nodelist" and one_host(option.value or ""):
             continue  # one named host: one node, as without it
