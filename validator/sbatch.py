@@ -269,6 +269,23 @@ class SlurmTime:
         need = {1: 3, 2: 4} if dashes else {1: 2, 2: 3}
         return runs >= need.get(colons, 1)
 
+    def seconds(self, value: str) -> int | None:
+        """The limit in seconds as time_str2secs() reads it (src/common/parse_time.c at SchedMD/slurm 284c3b95f0,
+        the same formats as sbatch.1 lists at slurm-22-05-0-1 and slurm-26-05-1-1): with a '-', days-hours[:minutes
+        [:seconds]]; three fields are hours:minutes:seconds; else minutes[:seconds]. None where there is no limit
+        (UNLIMITED, INFINITE, -1, a time of zero) or the value is no time."""
+        if not self.fullmatch(value) or no_time_limit(value):
+            return None
+        if "-" in value:
+            days, _, rest = value.partition("-")
+            fields = [int(f) if f else 0 for f in rest.split(":")] if rest else []
+            h, m, s = (fields + [0, 0, 0])[:3]
+            return int(days or 0) * 86400 + h * 3600 + m * 60 + s
+        fields = [int(f) if f else 0 for f in value.split(":")]
+        if len(fields) == 3:
+            return fields[0] * 3600 + fields[1] * 60 + fields[2]
+        return fields[0] * 60 + (fields[1] if len(fields) > 1 else 0)
+
 
 SLURM_TIME = SlurmTime()  # minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, and what parse_time.c also takes
 

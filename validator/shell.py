@@ -374,6 +374,9 @@ def unwrap(command: Command) -> Command | None:
                 valued = False
                 continue
             text = args[i].value
+            if text is None and skip_duration:  # `timeout "$LIMIT" srun ...`: the duration may come from a variable
+                skip_duration = False
+                continue
             if text is None:
                 break
             if wrapper == "command" and re.fullmatch(r"-p?[vV]p?", text):

@@ -1287,6 +1287,23 @@ def signal_name(word: str) -> str:
     return _SIGNAL_NUMBERS.get(word, word)
 
 
+# Signals on which srun ends its step: TERM, HUP and QUIT forward SIGKILL to the tasks (_forward_signal in
+# src/srun/signals.c at slurm-26-05-1-1; the signal thread of src/srun/libsrun/srun_job.c at slurm-22-05-0-1),
+# KILL ends srun itself; not 0 (a test), STOP (a pause), one INT (prints the tasks' status), USR1/USR2 (passed on)
+ENDING_SIGNALS = {"TERM", "KILL", "HUP", "QUIT"}  # by signal_name: 15, SIGTERM and sigterm are TERM
+
+
+def ending_kill(command) -> bool:
+    """`kill PID`, `kill -9 PID`, `kill -s TERM PID`: a kill whose signal ends an srun step (bash's kill sends
+    SIGTERM by default); not `kill -0 PID` (a test that the process lives) nor STOP, INT or USR1."""
+    if command.name != "kill":
+        return False
+    words = [a.value or a.raw for a in command.args]
+    signals = [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")] + \
+              [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")]
+    return all(signal_name(sig) in ENDING_SIGNALS for sig in signals)
+
+
 def in_function(node) -> bool:
     """The node is inside a function's body (it runs only when the function is called)."""
     return enclosing(node, ("function_definition",)) is not None

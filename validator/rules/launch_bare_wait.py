@@ -37,7 +37,7 @@ import re
 
 from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
                                   errexit_anywhere, function_definitions, interactive_server, set_effect, shell_payload,
-                                  signal_name, statement_of)
+                                  ending_kill, statement_of)
 from validator.rules.launch_kill_on_bad_exit import interactive_session, runs_service
 from validator.rules.srun import program_words, step_program
 
@@ -145,10 +145,6 @@ def _starts(shell, background) -> list[int]:
 
 
 _EXPANDED = re.compile(r"\$\{?([A-Za-z_]\w*)\}?")
-# Signals on which srun ends its step: TERM, HUP and QUIT forward SIGKILL to the tasks (_forward_signal in
-# src/srun/signals.c at slurm-26-05-1-1; the signal thread of src/srun/libsrun/srun_job.c at slurm-22-05-0-1),
-# KILL ends srun itself; not 0 (a test), STOP (a pause), one INT (prints the tasks' status), USR1/USR2 (passed on)
-_ENDING_SIGNALS = {"TERM", "KILL", "HUP", "QUIT"}  # by base.signal_name: 15, SIGTERM and sigterm are TERM
 
 
 def _killed_before_wait(shell, background) -> set:
@@ -158,17 +154,13 @@ def _killed_before_wait(shell, background) -> set:
     happens (bash(1) 5.2: `$!` is the last background job's PID; `kill` sends SIGTERM by default): the
     step is a statement of the script's top level and no pipeline (`srun ... | tee log &`: $! is tee's);
     the next statement keeps its PID (`PID=$!`, `export PID=$!`; comments between); a `kill ... $PID`
-    with a signal srun ends its step on (_ENDING_SIGNALS) runs at the top level (alone or first in
+    with a signal srun ends its step on (base.ending_kill) runs at the top level (alone or first in
     `kill ... || true`) after it and before the next bare wait, and PID is not set, read or unset in
     between."""
     waits = sorted(c.node.start_byte for c in shell.named("wait") if not c.args)
     kills = {}
     for kill in shell.named("kill"):
-        words = [a.value or a.raw for a in kill.args]
-        signals = [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")] + \
-                  [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")]
-        if kill.node is None or not _top_level(kill.node) or \
-                any(signal_name(sig) not in _ENDING_SIGNALS for sig in signals):
+        if kill.node is None or not _top_level(kill.node) or not ending_kill(kill):
             continue
         for arg in kill.args:
             for name in _EXPANDED.findall(arg.raw):

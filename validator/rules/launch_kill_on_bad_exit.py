@@ -43,7 +43,11 @@ one a comment cut short inside its backslash continuation (the step runs without
 and fails at once), nor `srun singularity exec` with no image (every task stops with a usage error), nor, in a
 file that shows no sign of a distributed program, one whose program is told to cut its work into as many shares
 as the step has tasks (`--nsplits 10` on 10 tasks, `--num_shards $SLURM_NTASKS`: each task takes its own) or
-that runs a hello-world program (hello.py: each task prints and ends).
+that runs a hello-world program (hello.py: each task prints and ends) or a --multi-prog configuration (a program
+per task: a task farm).
+Nor a step srun runs under timeout(1) (`timeout 30m srun ...`: srun ends the step on timeout's SIGTERM) unless the
+duration is more than half the job's --time, nor a background step the script never waits for beside foreground
+work (the job's end stops it), also where its kept PID is read only to `kill` it.
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
@@ -53,15 +57,13 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP, WORK_PROGRAMS, all_memory,
-                                  as_int,
-                                  endless_loop, program_base_name,
-                                  backgrounded, bad_batch, command_string, exclusive_nodes, exported_function_commands,
-                                  in_function,
-                                  interactive_server, one_host, payload_text, requested_gpus_per_node, shell_payload,
-                                  srun_option, statement_of)
+from validator.rules.base import (ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP,
+                                  WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, command_string,
+                                  ending_kill, endless_loop, exclusive_nodes, exported_function_commands, in_function,
+                                  interactive_server, one_host, payload_text, program_base_name,
+                                  requested_gpus_per_node, shell_payload, signal_name, srun_option, statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
-from validator.sbatch import TEMPLATE, VALUE_TOKEN, before
+from validator.sbatch import SLURM_TIME, TEMPLATE, VALUE_TOKEN, before
 from validator.shell import Word
 
 ID = "launch-kill-on-bad-exit"
@@ -851,6 +853,53 @@ def _ends_after_first_exit(shell, own) -> bool:
 
 
 
+def _under_timeout(command, parsed) -> bool:
+    """`timeout 30m srun ...` (also `timeout "$LIMIT" srun`, `time timeout -s KILL 1h srun`): when the duration
+    passes, timeout(1) sends srun SIGTERM (or the signal -s names), and srun ends its step on TERM, KILL, HUP or
+    QUIT (base.ending_kill's premise), so survivors of a dead task are held no longer than the duration the author
+    chose, as where each task runs under timeout (_BOUNDED). Not a duration of 0 (no timeout: coreutils timeout.1)
+    nor one of more than half the job's --time: survivors then hold the nodes for most of the job (round 452's
+    `timeout 235m srun` in a 4-hour job, judged true). A duration from a variable is the author's bound."""
+    node = command.node
+    if node is None or command.name != "srun" or node.child_by_field_name("name") is None:
+        return False
+    words = [node.child_by_field_name("name")] + node.children_by_field_name("argument")
+    texts = [w.text.decode("utf-8", "replace") for w in words]
+    bases = [t.rsplit("/", 1)[-1] for t in texts]
+    if "srun" not in bases[1:]:
+        return False  # not a wrapped srun (the node is srun's own)
+    at = bases.index("srun", 1)
+    for i in range(at):
+        if bases[i] != "timeout":
+            continue
+        signal, duration, j = "TERM", None, i + 1
+        while j < at and duration is None:
+            if texts[j] in ("-s", "--signal", "-k", "--kill-after"):
+                signal = texts[j + 1] if texts[j] in ("-s", "--signal") and j + 1 < at else signal
+                j += 2
+            elif texts[j].startswith("-"):
+                signal = texts[j].split("=", 1)[1] if texts[j].startswith("--signal=") else signal
+                j += 1
+            else:
+                duration = texts[j]
+        if duration is None or signal_name(signal.strip("\"'")) not in ENDING_SIGNALS:
+            return False
+        seconds = _duration_seconds(duration.strip("\"'"))
+        limit = SLURM_TIME.seconds(parsed.value("time") or "")
+        if seconds is None:
+            return "$" in duration  # a variable's bound; a word that is no duration makes timeout refuse
+        return seconds > 0 and (limit is None or 2 * seconds <= limit)
+    return False
+
+
+def _duration_seconds(text: str) -> float | None:
+    """timeout(1)'s DURATION: a floating point number with an optional suffix s (the default), m, h or d."""
+    found = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([smhd]?)", text)
+    if found is None:
+        return None
+    return float(found.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[found.group(2)]
+
+
 def _never_waited(shell, command) -> bool:
     """A step started in the background that the batch script never waits for, beside work it does
     wait for: a service (a data server per node, Ray's workers) while the script waits for the
@@ -901,7 +950,10 @@ def _shifter_program(command) -> str:
     words do not say): `shifter python client.py` in the foreground after `srun shifter dask-mpi ... &` is the
     job's work, as a bare `python client.py` is (round two hundred and eighty-five)."""
     at = _first_operand(command.args, 0, _SHIFTER_VALUE_OPTIONS)
-    return (command.args[at].value or "").rsplit("/", 1)[-1] if at < len(command.args) else ""
+    if at >= len(command.args):
+        return ""
+    word = command.args[at]  # `$SPARK_HOME/bin/spark-submit`: the base name is literal though the folder is not
+    return (word.value if word.value is not None else word.raw.strip("\"'")).rsplit("/", 1)[-1]
 
 
 class _WaitFacts:
@@ -910,7 +962,16 @@ class _WaitFacts:
     command's `$!` (a PID variable read again is ruled out before, so this one's is not among them)."""
 
     def __init__(self, shell):
-        self.read = {e.name for e in shell.expansions}
+        # a PID read only by `kill PID` is a step the script stops itself, not one it watches (round 482's HEPnOS
+        # server: `kill $HEPNOS_PID` before each early exit; the job's end stops it otherwise)
+        kills = sorted((k.node.start_byte, k.node.end_byte) for k in shell.named("kill")
+                       if k.node is not None and ending_kill(k))
+        starts = [k[0] for k in kills]
+
+        def in_kill(node) -> bool:  # kill commands do not nest: the last one starting before it is the only candidate
+            at = bisect.bisect_right(starts, node.start_byte) - 1
+            return at >= 0 and node.end_byte <= kills[at][1]
+        self.read = {e.name for e in shell.expansions if e.node is None or not in_kill(e.node)}
         pids = {_pid_variable(c.node) for c in shell.commands if c.node is not None and backgrounded(c)} - {None}
         waits = sorted((w for w in shell.named("wait") if w.node is not None), key=lambda w: w.node.start_byte)
         self.wait_in_function = any(in_function(w.node) for w in waits)
@@ -1049,6 +1110,15 @@ def _hello_program(shell, command) -> bool:
     return _HELLO.match(base) is not None and _COUPLED_NAME.search(base) is None
 
 
+def _multi_prog(own) -> bool:
+    """`srun --multi-prog tasks.conf` in a file that shows no sign of MPI or a distributed program (the caller
+    asks): the step runs a different program or argument per task from a configuration file (srun.1, MULTIPLE
+    PROGRAM CONFIGURATION, at slurm-22-05-0-1 and slurm-26-05-1-1), a task farm of separate processes (rounds 472
+    and 481: Julia experiments, per-file NCO scripts; no true finding of the shape in the read rounds). MPMD MPI
+    (a coupled model under `module load cray-mpich`) shows its sign and stays reported."""
+    return own.has_flag("--multi-prog")
+
+
 def check(target):
     shell = target.script.shell
     lines = target.script.parsed.lines
@@ -1063,7 +1133,7 @@ def check(target):
     for command in shell.named("srun"):
         own = own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is not None or _ends_after_first_exit(shell, own) \
+        if kill is not None or _ends_after_first_exit(shell, own) or _under_timeout(command, target.script.parsed) \
                 or refused_task_count(command, shell, bool(target.script.parsed.template_lines)):  # no task starts
             continue
         component = _step_component(shell, target.script.parsed, own)
@@ -1075,7 +1145,7 @@ def check(target):
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
                 or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,
                                                                           target.release)
-                                                         or _hello_program(shell, command)):
+                                                         or _hello_program(shell, command) or _multi_prog(own)):
             continue
         yield (target.script.display, command.line, command.col,
                _MESSAGE)
