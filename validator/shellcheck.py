@@ -140,6 +140,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC1087" and (_in_pattern(finding, script) or _no_array(finding, script)):
         return False
+    if finding.rule == "SC2289" and _quoted_block_comment(finding, script):
+        return False
     if finding.rule == "SC2215" and _separator_line(finding, script):
         return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
@@ -258,6 +260,39 @@ def _bash_parses(script) -> tuple[bool, set]:
         return done.returncode == 0, {int(m.group(1)) for m in _EOF_HEREDOC.finditer(done.stderr)}
     shell = getattr(script, "shell", None)
     return shell.once("bash -n", run) if shell is not None else run()
+
+
+# SC2289 (a command name with a newline) on a Python-style block comment: three single or three double quotes alone
+# on a line, the text, then the same three quotes alone. bash runs the quoted text as one command, which is not
+# found (status 127), and goes on, so the lines inside stay unrun as the author meant (rounds 456, 478 and 504: six
+# such findings judged false, each before the job's work). Reported where it does harm: under errexit (the job
+# stops there), as the script's last command (127 is the job's status: round 504), where bash runs something
+# inside it (a double-quoted block with `$(`, a backquote, or a double quote that ends the string early: round
+# 490's backquoted words, round 478's early quote), or where bash does not parse the file.
+_BLOCK_MARKS = ("'''", '"""')
+
+
+def _quoted_block_comment(finding: Finding, script) -> bool:
+    """SC2289 on a harmless Python-style block comment (see _BLOCK_MARKS)."""
+    lines = _lines(script)
+    if not 0 < finding.line <= len(lines):
+        return False
+    mark = lines[finding.line - 1].strip()
+    if mark not in _BLOCK_MARKS:
+        return False
+    end = next((i for i in range(finding.line, len(lines)) if lines[i].strip() == mark), None)
+    if end is None:
+        return False
+    inside = "\n".join(lines[finding.line:end])
+    if mark == '"""' and ("$(" in inside or "`" in inside or '"' in inside):
+        return False
+    if "'" in inside and mark == "'''":
+        return False
+    later = [line.strip() for line in lines[end + 1:]]
+    if not any(line and not line.startswith("#") for line in later):
+        return False  # the script's last command: its status 127 is the job's
+    from validator.rules.base import errexit_anywhere
+    return not errexit_anywhere(script) and _bash_parses(script)[0]
 
 
 _SEPARATOR = re.compile(r"\s*(-{3,}|={3,})\s*")

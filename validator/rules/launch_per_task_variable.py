@@ -31,7 +31,8 @@ Not reported where node 0's value does no harm:
   folder) in a job of one task per node (--ntasks-per-node=1, no heterogeneous component, no SLURM_NTASKS*
   set for srun to read, no MPI launcher in the batch shell, every srun asking for no more): every node's task
   gets its own folder, on its own disk;
-- the value is assigned to a variable that nothing reads but echo/printf, torchrun's --node_rank
+- the value is assigned (whole, or as a part: `prof="rank_${SLURM_PROCID}.prof"`) to a variable that nothing
+  reads but echo/printf, torchrun's --node_rank
   beside --rdzv_backend c10d, or the value of another variable that nothing reads (and that is not
   exported, or exported in a script whose launcher uses the c10d rendezvous);
 - in the default profile, the value is assigned to an exported variable that nothing in the script
@@ -353,6 +354,8 @@ def check(target):
     for expansion, holder in candidates:
         if holder in harmless:
             continue
+        if holder is None and unused(expansion) and _enclosing_assignment(expansion.node) not in exported_names:
+            continue  # part of a value nothing reads (`prof="rank_${SLURM_PROCID}.prof"`, never used: round 516)
         yield (script.display, expansion.line, expansion.col,
                f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "
                "expand it inside the step: single quotes, \\$, or a script the step runs")

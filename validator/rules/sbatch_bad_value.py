@@ -11,7 +11,8 @@ a tool renders the file before sbatch and nobody submits it as it is: not report
 script is the one to validate). So are bare capitalised tokens (or %NAME marks) where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
 (`--cpus-per-task=XX` in time_XX.sh) or in a file whose name says it is a template (`--ntasks=NPROCS` in
-job_template.ksh): a generator's sed fills them in. Three or more values left blank after '=' make a form the
+job_template.ksh), or one beside capitalised words in the job's name, log paths or other counts (`--mem=MEMORY`
+with `--job-name=JOB_NAME`, `--output=JOB_OUT/log.txt`): a generator's sed fills them in. Three or more values left blank after '=' make a form the
 user fills in: said once, as a template's placeholders are (_blank_form_lines). So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
@@ -159,6 +160,27 @@ def _named_template_lines(parsed, set_here: set, named_in_file: bool) -> set:
     return lines
 
 
+# Options whose value names the job or its files, or counts its resources: where a generator's other tokens stand
+# in a template (`--job-name=JOB_NAME`, `-o PATH_TO_LOGS/%x.out`, `-J WHAT.FROM.PRT`, `--gres=gpu:N_GPUS`); not
+# the options whose values are capitalised words of Slurm's or a site's (--mail-type=END, --export=NONE, -A ACF)
+_NAMING_OPTIONS = {"job-name", "output", "error", "chdir", "gres", "cpus-per-gpu", "ntasks-per-gpu"} | set(TYPES)
+_CAPITAL_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}(?:_[A-Z]+)*(?![a-z0-9])")
+
+
+def _beside_named_tokens(parsed, option) -> bool:
+    """One bare capitalised token where a count, size or time belongs (`--mem=MEMORY`, `--ntasks=N_TASKS`) in a
+    file whose job name, log paths or other counts are made of capitalised words too (`--job-name=JOB_NAME`,
+    `--output=JOB_OUT/log.txt`, `-o PATH_TO_LOGS/%x.out`, `-J WHAT.FROM.PRT`, `--gres=gpu:N_GPUS`): two or more,
+    one of them with an underscore or three of them, make the file a generator's template (rounds 415, 478 and
+    506: calodiffusion's submit_training.py, a sed over b2ob.slurm, meze's writer; three false findings, no true
+    one of the shape on the read rounds). A plain `--job-name=LAMMPS` or `--output=RUN_%j.out` is one word."""
+    words = set()
+    for other in parsed.options:
+        if other.name in _NAMING_OPTIONS and other.value and other is not option:
+            words |= set(_CAPITAL_WORD.findall(other.value))
+    return len(words) >= 3 or len(words) >= 2 and any("_" in w for w in words)
+
+
 def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     """The directive lines a generator fills in, when the file is such a template: two or more count,
     size or time values that are bare capitalised tokens, or that hold two or more different
@@ -171,7 +193,7 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     lines = bare if len(bare) >= 2 else {
         option.line for option in parsed.options if option.name in TYPES and option.value
         and re.fullmatch(r"[A-Z][A-Z0-9_]+", option.value) and not TYPES[option.name][0].fullmatch(option.value)
-        and _named_in_file_name(option.value, file_name)}
+        and (_named_in_file_name(option.value, file_name) or _beside_named_tokens(parsed, option))}
     tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
     if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
             {name for _, _, name in typed}):
