@@ -451,6 +451,14 @@ def set_names(shell) -> set:
                 base = name.child_by_field_name("name")
                 if base is not None:
                     names.add(base.text.decode("utf-8", "replace"))
+        elif node.type == "binary_expression" and len(node.children) == 3 and node.children[0].type == "variable_name" \
+                and node.children[1].type in _ARITHMETIC_ASSIGNMENTS:
+            # `(( DD_MM = D_MM + 0 ))`, `$(( N += 1 ))`, `for (( i = 0; ...))`: arithmetic assigns (bash(1) and ksh93,
+            # ARITHMETIC EVALUATION; round 519's WRF ksh jobs); the parser names a bare name only there
+            names.add(node.children[0].text.decode("utf-8", "replace"))
+        elif node.type in ("postfix_expression", "unary_expression") \
+                and any(c.type in ("++", "--") for c in node.children):  # `(( COUNT++ ))`, `(( --LEFT ))`
+            names.update(c.text.decode("utf-8", "replace") for c in node.children if c.type == "variable_name")
         elif node.type == "expansion":
             match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
             if match:
@@ -464,6 +472,7 @@ def set_names(shell) -> set:
     return names
 
 
+_ARITHMETIC_ASSIGNMENTS = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|="}
 # A name `let` sets: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); a compound
 # form counts up from an unset name (`let "NJOBS += 1"` makes NJOBS 1: a review's probe), so it sets it too
 _LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")

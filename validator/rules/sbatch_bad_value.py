@@ -47,7 +47,7 @@ import difflib
 import re
 
 from validator.rules.base import SHELL_VARIABLES, set_names
-from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, mail_events, placeholder
+from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, before, mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -259,7 +259,7 @@ def check(target):
                    "pass the value on the sbatch command line instead")
             continue
         if option.name == "mail-type":
-            yield from _mail_type(script, option)
+            yield from _mail_type(script, option, target.release)
             continue
         kind = TYPES.get(option.name)
         if kind and not kind[0].fullmatch(value):
@@ -270,32 +270,47 @@ def check(target):
 _ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\[$`]")  # an odd number of backslashes: `\\$X` expands
 
 
-# Mail that comes although its word is misspelt: a failed job whose mail_type lacks FAIL gets its END mail
-# ("Ended ..., FAILED": job_completion_logger() in src/slurmctld/job_mgr.c tests FAIL, else END, at
-# slurm-22-05-0-1 and slurm-26-05-1-1); ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT
-# (parse_mail_type() in src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
-MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": MAIL_ALL}
+# Mail that comes although its word is misspelt. A job that reaches its time limit ends TIMEOUT, which comes after
+# FAILED in enum job_states (slurm/slurm.h.in), so job_completion_logger() in src/slurmctld/job_mgr.c sends it the
+# FAIL mail (`base_state >= JOB_FAILED`, at slurm-22-05-0-1 and slurm-26-05-1-1): a misspelt TIME_LIMIT beside FAIL
+# still mails the timeout (round 519's LRZ jobs, `--mail-type=end,fail,timeout`). A job whose mail_type lacks FAIL
+# gets its END mail on a failure or a timeout too ("Ended ..., FAILED": `else if` END with `base_state >=
+# JOB_COMPLETE`) since 23.11 (slurm-23-11-0-1; at slurm-22-05-0-1 and slurm-23-02-0-1 END mails only COMPLETE and
+# CANCELLED). ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT (parse_mail_type() in
+# src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
+END_MAILS_FAILURES = "23.11"
+
+
+def mailed_anyway(event: str, release: str | None) -> set:
+    """The events whose mail a job asking for `event` gets anyway on the targeted release."""
+    if event == "ALL":
+        return MAIL_ALL | {"TIME_LIMIT"}
+    if event == "FAIL":
+        return {"TIME_LIMIT"}
+    if event == "END" and not before(release, END_MAILS_FAILURES):
+        return {"FAIL", "TIME_LIMIT"}
+    return set()
 
 
 # PBS's word for a failed job: sbatch itself translates a #PBS `-m a` ("abort") into FAIL (_xlate_pbs_mail_type in
 # src/sbatch/xlate.c at slurm-22-05-0-1 and slurm-26-05-1-1); `--mail-type=BEGIN,END,ABORT` (round 486) meant FAIL
-_PBS_WORDS = {"ABORT": "FAIL"}
+_PBS_WORDS = {"ABORT": "FAIL", "TIMEOUT": "TIME_LIMIT", "TIME_OUT": "TIME_LIMIT"}  # and the job state's own name
 
 
-def _lost(word: str, kept: list[str]) -> bool:
+def _lost(word: str, kept: list[str], release: str | None) -> bool:
     """A skipped --mail-type word whose mail does not come: not a misspelling (one edit or so, difflib
     ratio 0.75 or more) of an event that a kept one mails anyway, nor PBS's name of one (ABORT for FAIL)."""
     meant = [_PBS_WORDS[word.upper()]] if word.upper() in _PBS_WORDS else \
         difflib.get_close_matches(word.upper(), sorted(MAIL_EVENTS), n=1, cutoff=0.75)
-    return not (meant and any(meant[0] in MAILED_ANYWAY.get(event, ()) for event in kept))
+    return not (meant and any(meant[0] in mailed_anyway(event, release) for event in kept))
 
 
-def _mail_type(script, option):
+def _mail_type(script, option, release: str | None):
     """A --mail-type word parse_mail_type() does not know (START, ABORT): alone, sbatch refuses the job;
     beside known events, it is skipped and that mail never comes (round thirty-nine's warpx-hall job asks
     `--mail-type=START,END,FAIL`: END and FAIL are mailed, the start is not)."""
     kept, skipped = mail_events(option.value)
-    if kept and not any(_lost(word, kept) for word in skipped):
+    if kept and not any(_lost(word, kept, release) for word in skipped):
         return
     known = "BEGIN, END, FAIL, REQUEUE, ALL, NONE, TIME_LIMIT[_90|_80|_50], ARRAY_TASKS, INVALID_DEPEND, STAGE_OUT"
     words = ", ".join(skipped)
