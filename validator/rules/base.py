@@ -114,9 +114,18 @@ def first_work_line(shell) -> int | None:
     return shell.once("first work line", lambda: _first_work_line(shell))
 
 
+def block_comment(command) -> bool:
+    # A Python-style block comment that bash runs as one command (three single or three double quotes alone on a
+    # line, text, the same three quotes): no work, though sbatch stops reading directives at it as at any command.
+    text = command.node.text.strip() if command.node is not None else b""
+    return not command.args and any(text.startswith(mark) and text.endswith(mark) and len(text) > 6
+                                    for mark in (b"'''", b'"""'))
+
+
 def _first_work_line(shell) -> int | None:
     lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in SETUP and not in_function(c.node) and not looks_blank(c.name)]
+             if c.name.rsplit("/", 1)[-1] not in SETUP and not in_function(c.node) and not looks_blank(c.name)
+             and not block_comment(c)]
     stack = [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
@@ -1325,8 +1334,9 @@ _CONSTANT_TEST = re.compile(r'^\[\[?\s+"?\$\{?([A-Za-z_]\w*)\}?"?\s+(==?|!=)\s+"
 def dead_branch_lines(shell) -> frozenset:
     """Lines of `if` branches that never run as the script is written: the test compares a variable that the script
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
-    it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
-    before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
+    it: round 485's decaf examples), before the `if`, with another literal, also along an `elif` chain up to its first
+    test the constants do not decide (round 526's CODE and MACHINE menus); not in a function (it may be called
+    before the assignment), not a variable read, looped over, unset or assigned again,
     nor in a script that sources a file or runs eval (even above the assignment: it may define a function that
     runs below it and sets the variable again: a review's probe, `module` from a sourced lmod.sh).
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
@@ -1368,23 +1378,29 @@ def dead_branch_lines(shell) -> frozenset:
             for child in statements[stop + 1:] if stop is not None else ():
                 dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
         for node in tests:
-            kinds = [c.type for c in node.children]
-            conditions = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "condition"
-                          and c.type != ";"]
-            if "elif_clause" in kinds or len(conditions) != 1 or conditions[0].type != "test_command":
-                continue
-            found = _CONSTANT_TEST.match(conditions[0].text.decode("utf-8", "replace"))
-            constant = constants.get(found.group(1)) if found else None
-            if constant is None or constant.node.end_byte > node.start_byte:
-                continue
-            holds = (constant.value == found.group(3)) == (found.group(2) != "!=")
-            if holds and "else_clause" in kinds:
-                branch = node.children[kinds.index("else_clause")]
-                dead.update(range(branch.start_point[0] + 1, branch.end_point[0] + 2))
-            elif not holds:
-                start = kinds.index("then") + 1 if "then" in kinds else len(kinds)
-                stop = kinds.index("else_clause") if "else_clause" in kinds else len(kinds) - 1
-                for child in node.children[start:stop]:
+            # the chain's arms in order: (condition nodes, body nodes) of the `if` and each `elif`, then the `else`
+            arms = []
+            for clause in [node] + [c for c in node.children if c.type == "elif_clause"]:
+                parts = clause.children
+                types = [c.type for c in parts]
+                start = types.index("then") + 1 if "then" in types else len(parts)
+                # the words between `if`/`elif` and `then` (an elif_clause names no condition field)
+                conditions = [c for c in parts[1:start - 1] if c.type not in (";", "comment")]
+                body = [c for c in parts[start:] if c.type not in ("elif_clause", "else_clause", "fi")]
+                arms.append((conditions, body))
+            otherwise = [c for c in node.children if c.type == "else_clause"]
+            for at, (conditions, body) in enumerate(arms):  # `if [[ $CODE == CASTEP ]] ... elif ...` (round 526)
+                found = _CONSTANT_TEST.match(conditions[0].text.decode("utf-8", "replace")) \
+                    if len(conditions) == 1 and conditions[0].type == "test_command" else None
+                constant = constants.get(found.group(1)) if found else None
+                if constant is None or constant.node.end_byte > node.start_byte:
+                    break  # a test the constants do not decide: this arm and those after it may run
+                if (constant.value == found.group(3)) == (found.group(2) != "!="):
+                    # this arm runs: the later arms and the else never do
+                    for child in [c for _, b in arms[at + 1:] for c in b] + otherwise:
+                        dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+                    break
+                for child in body:
                     dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
         return frozenset(dead)
     return shell.once("dead branch lines", find)

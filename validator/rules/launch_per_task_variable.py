@@ -187,6 +187,27 @@ def _in_exported_function(node, exported: set) -> bool:
     return name is not None and name.text.decode("utf-8", "replace") in exported
 
 
+def _part_of_unread(script, expansion, exported: set) -> bool:
+    """The expansion is part of the value of a variable (`prof="rank_${SLURM_PROCID}.prof"`) that nothing in the file
+    can read: not exported or declared, its name in no other place of the text than its assignments (not in
+    `$(( offset * 7 ))`, where arithmetic reads a bare name), and no `source`, `.`, `eval` or `${!...}` that could
+    read it unseen (a review's probes)."""
+    name = _enclosing_assignment(expansion.node)
+    if name is None or name in exported or declared_names(script.shell, script.parsed.lines) is None:
+        return False
+
+    def blind_spots() -> bool:
+        text = script.shell.root.text if script.shell.root is not None else b""
+        return bool(script.shell.named("source", ".", "eval")) or b"${!" in text
+    if script.shell.once("per-task: unseen readers", blind_spots):
+        return False
+    text = script.shell.root.text.decode("utf-8", "replace") if script.shell.root is not None else ""
+    uses = len(re.findall(r"(?<![\w$])" + re.escape(name) + r"(?!\w)", text))  # bare words: assignments, arithmetic
+    reads = sum(1 for e in script.shell.expansions if e.name == name)
+    assigned = sum(1 for a in script.shell.assignments if a.name == name)
+    return reads == 0 and uses <= assigned
+
+
 def _assigned_to(node) -> str | None:
     """X when the expansion is the whole value of X=$SLURM_PROCID (or export X=...)."""
     parent = node.parent if node is not None else None
@@ -354,7 +375,7 @@ def check(target):
     for expansion, holder in candidates:
         if holder in harmless:
             continue
-        if holder is None and unused(expansion) and _enclosing_assignment(expansion.node) not in exported_names:
+        if holder is None and _part_of_unread(script, expansion, exported_names):
             continue  # part of a value nothing reads (`prof="rank_${SLURM_PROCID}.prof"`, never used: round 516)
         yield (script.display, expansion.line, expansion.col,
                f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "

@@ -164,21 +164,23 @@ def _named_template_lines(parsed, set_here: set, named_in_file: bool) -> set:
 # in a template (`--job-name=JOB_NAME`, `-o PATH_TO_LOGS/%x.out`, `-J WHAT.FROM.PRT`, `--gres=gpu:N_GPUS`); not
 # the options whose values are capitalised words of Slurm's or a site's (--mail-type=END, --export=NONE, -A ACF)
 _NAMING_OPTIONS = {"job-name", "output", "error", "chdir", "gres", "cpus-per-gpu", "ntasks-per-gpu"} | set(TYPES)
-_CAPITAL_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}(?:_[A-Z]+)*(?![a-z0-9])")
+# a whole capitalised word: not a variable's name (`/scratch/$USER/`), nor part of a site's word (`RTX_A6000`)
+_CAPITAL_WORD = re.compile(r"(?<![A-Za-z0-9_$])(?:[A-Z]{2,}|[A-Z](?=_))(?:_[A-Z]+)*(?![A-Za-z0-9_])")
 
 
 def _beside_named_tokens(parsed, option) -> bool:
     """One bare capitalised token where a count, size or time belongs (`--mem=MEMORY`, `--ntasks=N_TASKS`) in a
     file whose job name, log paths or other counts are made of capitalised words too (`--job-name=JOB_NAME`,
     `--output=JOB_OUT/log.txt`, `-o PATH_TO_LOGS/%x.out`, `-J WHAT.FROM.PRT`, `--gres=gpu:N_GPUS`): two or more,
-    one of them with an underscore or three of them, make the file a generator's template (rounds 415, 478 and
+    each with an underscore, or three of them, make the file a generator's template (rounds 415, 478 and
     506: calodiffusion's submit_training.py, a sed over b2ob.slurm, meze's writer; three false findings, no true
-    one of the shape on the read rounds). A plain `--job-name=LAMMPS` or `--output=RUN_%j.out` is one word."""
+    one of the shape on the read rounds). A plain `--job-name=LAMMPS` or `--output=RUN_%j.out` is one word; `MD_NVT`
+    beside `LOGS/` (a review's probe), `$USER` and a site's `RTX_A6000` are no generator's."""
     words = set()
     for other in parsed.options:
         if other.name in _NAMING_OPTIONS and other.value and other is not option:
             words |= set(_CAPITAL_WORD.findall(other.value))
-    return len(words) >= 3 or len(words) >= 2 and any("_" in w for w in words)
+    return len(words) >= 3 or len(words) >= 2 and all("_" in w for w in words)
 
 
 def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
@@ -275,10 +277,12 @@ _ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\[$`]")  # an odd number of backslashes
 # FAIL mail (`base_state >= JOB_FAILED`, at slurm-22-05-0-1 and slurm-26-05-1-1): a misspelt TIME_LIMIT beside FAIL
 # still mails the timeout (round 519's LRZ jobs, `--mail-type=end,fail,timeout`). A job whose mail_type lacks FAIL
 # gets its END mail on a failure or a timeout too ("Ended ..., FAILED": `else if` END with `base_state >=
-# JOB_COMPLETE`) since 23.11 (slurm-23-11-0-1; at slurm-22-05-0-1 and slurm-23-02-0-1 END mails only COMPLETE and
-# CANCELLED). ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT (parse_mail_type() in
-# src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
-END_MAILS_FAILURES = "23.11"
+# JOB_COMPLETE`) since commit 021e0df77b, "Run mailprog for mail-type=end for jobs with non-zero exit codes", first
+# tagged slurm-23-02-6-1 (slurm-23-02-5-1 and every 22.05 tag mail END only for COMPLETE and CANCELLED). Releases are
+# told apart here by their major version: 23.02 counts as having it (its later patch releases do; a cluster on
+# 23.02.0-23.02.5 gets no END mail for a failure). ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT
+# (parse_mail_type() in src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
+END_MAILS_FAILURES = "23.02"
 
 
 def mailed_anyway(event: str, release: str | None) -> set:
