@@ -440,11 +440,11 @@ SHELL_VARIABLES = frozenset({
     "LOGNAME", "SHELL", "TMPDIR", "LANG", "TERM"})
 
 
-def set_names(shell) -> set:
+def set_names(shell, plain: bool = True) -> set:
     """Every name the script sets: assignments (also A[k]=v), `for NAME in`, `read NAME`, getopts,
     mapfile, declare/local/export NAME without a value, ${NAME:=default} (launch-unset-variable,
-    sbatch-bad-value)."""
-    names = {a.name for a in shell.assignments}
+    sbatch-bad-value). plain=False: only the names set otherwise than by a plain assignment."""
+    names = {a.name for a in shell.assignments} if plain else set()
     stack = [shell.root] if shell.root is not None else []
     while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
         node = stack.pop()
@@ -1328,7 +1328,10 @@ def in_function(node) -> bool:
 
 
 # `[ "$ARCH" = "EDISON" ]`, `[[ $MODE == train ]]`, `[ "${SITE}" != "cori" ]`: a test of one variable against a literal
-_CONSTANT_TEST = re.compile(r'^\[\[?\s+"?\$\{?([A-Za-z_]\w*)\}?"?\s+(==?|!=)\s+"?([\w./+:-]*)"?\s+\]\]?$')
+# `[[ $CODE == AIMS ]]`, `[ "${CODE}" = "AIMS" ]`: quotes balanced on each side (`[ "$CODE = AIMS" ]` is one word, a
+# test that is always true)
+_CONSTANT_TEST = re.compile(r'^\[\[?\s+(?:"\$\{?([A-Za-z_]\w*)\}?"|\$\{?([A-Za-z_]\w*)\}?)\s+(==?|!=)\s+'
+                            r'(?:"([\w./+:-]*)"|([\w./+:-]*))\s+\]\]?$')
 
 
 def dead_branch_lines(shell) -> frozenset:
@@ -1358,6 +1361,14 @@ def dead_branch_lines(shell) -> frozenset:
                 constants.pop(word.value or "", None)
         if shell.named("source", ".", "eval"):
             constants = {}  # a sourced file or an eval may set the variable again, or define a function that does
+        text = shell.root.text.decode("utf-8", "replace")
+        if "nocasematch" in text:
+            constants = {}  # `shopt -s nocasematch`: `[[ aims == AIMS ]]` is true
+        # a name set otherwise too (`printf -v CODE`, `let N=2`, `(( N = 2 ))`, `read CODE`), one a nameref may
+        # set (`declare -n which=CODE`), or one assigned in the background (`CODE=AIMS &` sets it in a subshell
+        # only): not a constant (a review's probes, bash 5.2)
+        other = set_names(shell, plain=False) | set(re.findall(r"-\w*n\w*\s+\w+=([A-Za-z_]\w*)", text))
+        constants = {name: a for name, a in constants.items() if name not in other and not backgrounded(a)}
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()
@@ -1389,18 +1400,30 @@ def dead_branch_lines(shell) -> frozenset:
                 body = [c for c in parts[start:] if c.type not in ("elif_clause", "else_clause", "fi")]
                 arms.append((conditions, body))
             otherwise = [c for c in node.children if c.type == "else_clause"]
+            live: set = set()
+            chain: set = set()  # this chain's lines that never run
             for at, (conditions, body) in enumerate(arms):  # `if [[ $CODE == CASTEP ]] ... elif ...` (round 526)
-                found = _CONSTANT_TEST.match(conditions[0].text.decode("utf-8", "replace")) \
-                    if len(conditions) == 1 and conditions[0].type == "test_command" else None
-                constant = constants.get(found.group(1)) if found else None
-                if constant is None or constant.node.end_byte > node.start_byte:
+                test = conditions[0].text.decode("utf-8", "replace") \
+                    if len(conditions) == 1 and conditions[0].type == "test_command" else ""
+                found = _CONSTANT_TEST.match(test)
+                constant = constants.get(found.group(1) or found.group(2)) if found else None
+                # `[ $MODE != debug ]` with MODE empty (or more than one word) is a usage error, not a comparison
+                single = test.startswith("[[") or (found is not None and found.group(1) is not None) or \
+                    (constant is not None and re.fullmatch(r"[^\s*?\[]+", constant.value or "") is not None)
+                if constant is None or constant.node.end_byte > node.start_byte or not single:
+                    live.update(range(conditions[0].start_point[0] + 1, node.end_point[0] + 2) if conditions else ())
                     break  # a test the constants do not decide: this arm and those after it may run
-                if (constant.value == found.group(3)) == (found.group(2) != "!="):
+                value = found.group(4) if found.group(4) is not None else found.group(5)
+                if (constant.value == value) == (found.group(3) != "!="):
                     # this arm runs: the later arms and the else never do
+                    live.update(n for child in body for n in range(child.start_point[0] + 1, child.end_point[0] + 2))
                     for child in [c for _, b in arms[at + 1:] for c in b] + otherwise:
-                        dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+                        chain.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
                     break
                 for child in body:
-                    dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+                    chain.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+            else:
+                live.update(n for child in otherwise for n in range(child.start_point[0] + 1, child.end_point[0] + 2))
+            dead |= chain - live  # a line an arm that runs shares with one that does not (`...; then a; else b; fi`)
         return frozenset(dead)
     return shell.once("dead branch lines", find)

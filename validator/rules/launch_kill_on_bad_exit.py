@@ -61,7 +61,8 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, command_string,
                                   ending_kill, endless_loop, exclusive_nodes, exported_function_commands, in_function,
                                   interactive_server, one_host, payload_text, program_base_name,
-                                  requested_gpus_per_node, shell_payload, signal_name, srun_option, statement_of)
+                                  requested_gpus_per_node, set_names, shell_payload, signal_name, srun_option,
+                                  statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import SLURM_TIME, TEMPLATE, VALUE_TOKEN, before
 from validator.shell import Word
@@ -890,8 +891,11 @@ def _under_timeout(shell, command, parsed) -> bool:
                 j += 2
             elif word.startswith("--signal="):
                 signal, j = word.split("=", 1)[1], j + 1
-            elif word.startswith("-s") and not word.startswith("--"):
-                signal, j = word[2:], j + 1  # `-sINT`: getopt's attached value
+            elif word.startswith("-") and not word.startswith("--") and "s" in word[1:]:
+                # `-sINT`, `-vsKILL`: getopt's bundled flags, the signal attached after `s` or in the next word
+                rest = word[word.index("s", 1) + 1:]
+                signal = rest if rest else (texts[j + 1] if j + 1 < at else signal)
+                j += 1 if rest else 2
             elif word.startswith("-"):
                 j += 1
             else:
@@ -903,16 +907,44 @@ def _under_timeout(shell, command, parsed) -> bool:
 
 
 def _bounds(shell, duration: str, limit: int) -> bool:
-    """The duration is more than zero and at most half the job's limit; from a variable, each literal value the file
-    gives it does (one set only outside the file counts as a bound)."""
-    seconds = _duration_seconds(duration)
-    if seconds is not None:
-        return 0 < seconds and 2 * seconds <= limit
-    name = re.fullmatch(r"\$\{?([A-Za-z_]\w*)\}?", duration)
-    if name is None:
-        return False  # `$(( ... ))`, a word that is no duration: not read here
-    values = [a for a in shell.assignments if a.name == name.group(1)]
-    return all(a.value is not None and "$" not in a.raw and _bounds(shell, a.value, limit) for a in values)
+    """The duration is more than zero and at most half the job's limit. Its variables (`$LIMIT`, `${MIN}m`,
+    `${LIMIT:-30m}`) are read from the literal values the file assigns them, each of which must pass; one the file
+    sets otherwise (`for`, `read`, `printf -v`, arithmetic, a value with an expansion) is not known and does not
+    bound; one the file never sets comes from outside (its default where it has one) and is the author's bound."""
+    values = _literal_values(shell)
+    texts = [duration]
+    for found in re.finditer(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)", duration):
+        name, default = found.group(1) or found.group(3), found.group(2)
+        if name in values:
+            choices = values[name]
+        elif name in shell.once("set names", lambda: set_names(shell)):
+            return False  # set where its value is not a literal: not known here
+        elif default is not None:
+            choices = [default]
+        else:
+            return True  # set outside the file (a sourced settings file): the author's bound
+        if choices is None:
+            return False
+        texts = [t.replace(found.group(0), choice, 1) for t in texts for choice in choices]
+    seconds = [_duration_seconds(t) for t in texts]
+    return bool(seconds) and all(x is not None and 0 < x and 2 * x <= limit for x in seconds)
+
+
+def _literal_values(shell) -> dict:
+    """name -> the literal values its assignments give it (None where one is not literal), read once per script."""
+    def build() -> dict:
+        found: dict = {}
+        for a in shell.assignments:
+            # `LIMIT=${LIMIT:-30m}`: the default, where the name is not set before (a.value holds it)
+            own_default = re.fullmatch(r"\"?\$\{" + re.escape(a.name) + r":?[-=][^}$`]*\}\"?", a.raw) is not None
+            literal = a.value is not None and ("$" not in a.raw and "`" not in a.raw or own_default)
+            if a.name in found and found[a.name] is None:
+                continue
+            found[a.name] = (found.get(a.name) or set()) | {a.value} if literal else None
+        # the distinct values; a name given dozens is read as not known (linear for a file of 10,000 steps)
+        return {name: sorted(values) if values is not None and len(values) <= 16 else None
+                for name, values in found.items()}
+    return shell.once("literal values", build)
 
 
 def _duration_seconds(text: str) -> float | None:
@@ -1133,9 +1165,9 @@ def _hello_program(shell, command) -> bool:
     return _HELLO.match(base) is not None and _COUPLED_NAME.search(base) is None
 
 
-# A --multi-prog configuration line that gives one program a range of task ids (`0-127 ./atmos.exe`): an MPMD
-# program's components, each many ranks (srun.1, MULTIPLE PROGRAM CONFIGURATION: "a task range ... 0-3,6,8-10")
-_RANK_RANGE_LINE = re.compile(r"(?m)^\s*[0-9]+-[0-9]+(?:,[0-9-]+)*\s+\S")
+# A --multi-prog configuration line the script writes (a here-document's line, or echo/printf's text): task ids and
+# the program they run (srun.1, MULTIPLE PROGRAM CONFIGURATION: "0-3,6,8-10 ./a.out")
+_CONF_LINE = re.compile(r"(?m)^\s*(?:(?:echo|printf)\s+(?:-[ne]+\s+)?[\"']?)?([0-9]+(?:[-,][0-9]+)*)\s+([./\w$-]+)")
 
 
 def _multi_prog(shell, own) -> bool:
@@ -1144,12 +1176,18 @@ def _multi_prog(shell, own) -> bool:
     PROGRAM CONFIGURATION, at slurm-22-05-0-1 and slurm-26-05-1-1), a task farm of separate processes (rounds 472
     and 481: Julia experiments, per-file NCO scripts; no true finding of the shape in the read rounds). MPMD MPI
     (a coupled model under `module load cray-mpich`) shows its sign and stays reported, and so does a configuration
-    the script writes itself with ranges of task ids per program (`0-127 ./atmos.exe`, `128-447 ./ocean.exe`: a
-    review's probe)."""
+    the script writes itself (a here-document, echo or printf) with several programs, one over a range of task ids
+    (`0-127 ./atmos.exe`, `128-447 ./ocean.exe`: a review's probe); one program over ranges is a farm."""
     if not own.has_flag("--multi-prog"):
         return False
-    text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
-    return _RANK_RANGE_LINE.search(text) is None
+    def mpmd() -> bool:  # once per script: a file of 10,000 such steps stays linear
+        text = shell.root.text.decode("utf-8", "replace").replace("\\n", "\n") if shell.root is not None else ""
+        # a program by its path or file name (`./atmos.exe`, `/opt/bin/ocean`), not a word of a data file
+        lines = [(ids, program) for ids, program in _CONF_LINE.findall(text) if "/" in program or "." in program]
+        # several programs, one of them over a range of task ids: an MPMD program's components (`0-127 ./atmos.exe`,
+        # `128-447 ./ocean.exe`); one program over ranges (`0-31 ./chunk.sh %t`) is a farm
+        return len({program for _, program in lines}) >= 2 and any("-" in ids for ids, _ in lines)
+    return not shell.once("multi-prog MPMD", mpmd)
 
 
 def check(target):

@@ -189,23 +189,29 @@ def _in_exported_function(node, exported: set) -> bool:
 
 def _part_of_unread(script, expansion, exported: set) -> bool:
     """The expansion is part of the value of a variable (`prof="rank_${SLURM_PROCID}.prof"`) that nothing in the file
-    can read: not exported or declared, its name in no other place of the text than its assignments (not in
-    `$(( offset * 7 ))`, where arithmetic reads a bare name), and no `source`, `.`, `eval` or `${!...}` that could
-    read it unseen (a review's probes)."""
+    can read: not exported or declared, never expanded, no bare name of it in arithmetic (`$(( offset * 7 ))` reads
+    `offset`), and no `source`, `.`, `eval` or `${!...}` that could read it unseen (a review's probes)."""
     name = _enclosing_assignment(expansion.node)
-    if name is None or name in exported or declared_names(script.shell, script.parsed.lines) is None:
+    if name is None or name in exported:
         return False
+    facts = script.shell.once("per-task: readers", lambda: _readers(script.shell, script.parsed.lines))
+    return not facts["blind"] and name not in facts["read"]
 
-    def blind_spots() -> bool:
-        text = script.shell.root.text if script.shell.root is not None else b""
-        return bool(script.shell.named("source", ".", "eval")) or b"${!" in text
-    if script.shell.once("per-task: unseen readers", blind_spots):
-        return False
-    text = script.shell.root.text.decode("utf-8", "replace") if script.shell.root is not None else ""
-    uses = len(re.findall(r"(?<![\w$])" + re.escape(name) + r"(?!\w)", text))  # bare words: assignments, arithmetic
-    reads = sum(1 for e in script.shell.expansions if e.name == name)
-    assigned = sum(1 for a in script.shell.assignments if a.name == name)
-    return reads == 0 and uses <= assigned
+
+def _readers(shell, lines) -> dict:
+    """Read once per script: the names expanded or named bare inside arithmetic, and whether a sourced file, an eval
+    or an indirect `${!name}` may read others unseen."""
+    read = {e.name for e in shell.expansions}
+    stack = [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "variable_name" and node.parent is not None and node.parent.type != "variable_assignment":
+            read.add(node.text.decode("utf-8", "replace"))  # `(( offset * 7 ))`, `$(( n + 1 ))`: a bare name read
+        stack.extend(node.children)
+    text = shell.root.text if shell.root is not None else b""
+    declared = declared_names(shell, lines)  # None: `set -a` exports every variable
+    read |= declared or set()
+    return {"read": read, "blind": bool(shell.named("source", ".", "eval")) or b"${!" in text or declared is None}
 
 
 def _assigned_to(node) -> str | None:
