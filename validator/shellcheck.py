@@ -140,6 +140,14 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC1087" and (_in_pattern(finding, script) or _no_array(finding, script)):
         return False
+    if finding.rule == "SC1037" and re.match(r"\s*#(?![A-Za-z!])", finding_line(finding, script)):
+        # `# $10  Print batch interval` in the body of an unquoted here-document that writes a job script: shellcheck
+        # parses that body, bash only expands $1 followed by 0 in a comment line of the written script, which runs
+        # nothing (rounds 501 and 527: DDLBench's run_template.sh and a fork, four findings judged false); not
+        # `#SBATCH --array=1-$10` or `#define N $10`, which are read
+        return False
+    if finding.rule == "SC2289" and _quoted_block_comment(finding, script):
+        return False
     if finding.rule == "SC2215" and _separator_line(finding, script):
         return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
@@ -258,6 +266,70 @@ def _bash_parses(script) -> tuple[bool, set]:
         return done.returncode == 0, {int(m.group(1)) for m in _EOF_HEREDOC.finditer(done.stderr)}
     shell = getattr(script, "shell", None)
     return shell.once("bash -n", run) if shell is not None else run()
+
+
+# SC2289 (a command name with a newline) on a Python-style block comment: three single or three double quotes alone
+# on a line, the text, then the same three quotes alone. bash runs the quoted text as one command, which is not
+# found (status 127), and goes on, so the lines inside stay unrun as the author meant (rounds 456, 478 and 504: six
+# such findings judged false, each before the job's work). Reported where it does harm: under errexit (the job
+# stops there), as the script's last command (127 is the job's status: round 504), where bash runs something
+# inside it (a double-quoted block with `$(`, a backquote, or a double quote that ends the string early: round
+# 490's backquoted words, round 478's early quote), or where bash does not parse the file.
+_BLOCK_MARKS = ("'''", '"""')
+
+
+def _quoted_block_comment(finding: Finding, script) -> bool:
+    """SC2289 on a harmless Python-style block comment (see _BLOCK_MARKS)."""
+    lines = _lines(script)
+    if not 0 < finding.line <= len(lines):
+        return False
+    mark = lines[finding.line - 1].strip()
+    if mark not in _BLOCK_MARKS:
+        return False
+    end = next((i for i in range(finding.line, len(lines)) if lines[i].strip() == mark), None)
+    if end is None:
+        return False
+    inside = "\n".join(lines[finding.line:end])
+    # bash expands a double-quoted block: a command substitution runs, ${X:?} exits, ${X:=v} sets X, and a `"`
+    # ends the string early; a single-quoted one only ends early at a `'`
+    if mark == '"""' and any(sign in inside for sign in ("$(", "`", '"', "${")) or mark == "'''" and "'" in inside:
+        return False
+    facts = _block_facts(script, lines)
+    if facts["last_work"] <= end or any(d > end + 1 for d in facts["ignored"]):
+        return False  # the script's last command (127 is the job's status), or #SBATCH lines below it that sbatch
+        # no longer reads (it stops at the first line that is no comment: src/sbatch/opt.c, slurm-26-05-1-1)
+    if facts["stops"] or mark == '"""' and "$" in inside and facts["nounset"]:
+        return False  # errexit ends the job at the block; nounset at an unset name inside it
+    return _bash_parses(script)[0]
+
+
+# a line that runs no work after a block: a closing word, or a bare `exit` (`exit $?`) that passes its 127 on
+_NO_WORK = re.compile(r"(exit(\s+\"?\$\?\"?)?\s*;?|fi|done|esac|\}|\)|;;)\s*(#.*)?")
+
+
+def _block_facts(script, lines: list[str]) -> dict:
+    """What _quoted_block_comment asks of a script, read once: the last line (0-based) with a command other than a
+    bare `exit` (`exit` alone or `exit $?` passes the block's 127 on), whether errexit or nounset is ever on, and the
+    #SBATCH lines."""
+    def build() -> dict:
+        from validator.model import interpreter_flags
+        from validator.rules.base import errexit_anywhere, set_effect
+        last = -1
+        for at, line in enumerate(lines):
+            text = line.strip()
+            if text and not text.startswith("#") and not _NO_WORK.fullmatch(text):
+                last = at  # a closing `fi`/`done` or a bare `exit` passes the block's 127 on: no work
+        # the #SBATCH lines sbatch ignores because a command comes first, less those in text the script writes
+        # (a heredoc of another job); one inside the block itself is part of it
+        shell = getattr(script, "shell", None)
+        written = shell.text_lines() if shell is not None else set()
+        ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
+        nounset = shell is not None and any("u" in set_effect(c).on for c in shell.named("set")) \
+            or "u" in interpreter_flags(lines[0] if lines else "")
+        return {"last_work": last, "stops": errexit_anywhere(script), "nounset": nounset,
+                "ignored": ignored}
+    shell = getattr(script, "shell", None)
+    return shell.once("quoted block facts", build) if shell is not None else build()
 
 
 _SEPARATOR = re.compile(r"\s*(-{3,}|={3,})\s*")

@@ -114,9 +114,18 @@ def first_work_line(shell) -> int | None:
     return shell.once("first work line", lambda: _first_work_line(shell))
 
 
+def block_comment(command) -> bool:
+    # A Python-style block comment that bash runs as one command (three single or three double quotes alone on a
+    # line, text, the same three quotes): no work, though sbatch stops reading directives at it as at any command.
+    text = command.node.text.strip() if command.node is not None else b""
+    return not command.args and any(text.startswith(mark) and text.endswith(mark) and len(text) > 6
+                                    for mark in (b"'''", b'"""'))
+
+
 def _first_work_line(shell) -> int | None:
     lines = [c.line for c in shell.commands
-             if c.name.rsplit("/", 1)[-1] not in SETUP and not in_function(c.node) and not looks_blank(c.name)]
+             if c.name.rsplit("/", 1)[-1] not in SETUP and not in_function(c.node) and not looks_blank(c.name)
+             and not block_comment(c)]
     stack = [shell.root] if shell.root is not None else []
     while stack:
         node = stack.pop()
@@ -431,11 +440,11 @@ SHELL_VARIABLES = frozenset({
     "LOGNAME", "SHELL", "TMPDIR", "LANG", "TERM"})
 
 
-def set_names(shell) -> set:
+def set_names(shell, plain: bool = True) -> set:
     """Every name the script sets: assignments (also A[k]=v), `for NAME in`, `read NAME`, getopts,
     mapfile, declare/local/export NAME without a value, ${NAME:=default} (launch-unset-variable,
-    sbatch-bad-value)."""
-    names = {a.name for a in shell.assignments}
+    sbatch-bad-value). plain=False: only the names set otherwise than by a plain assignment."""
+    names = {a.name for a in shell.assignments} if plain else set()
     stack = [shell.root] if shell.root is not None else []
     while stack:  # for NAME in ..., read NAME, ${NAME:=default}, function-local and array assignments
         node = stack.pop()
@@ -451,6 +460,14 @@ def set_names(shell) -> set:
                 base = name.child_by_field_name("name")
                 if base is not None:
                     names.add(base.text.decode("utf-8", "replace"))
+        elif node.type == "binary_expression" and len(node.children) == 3 and node.children[0].type == "variable_name" \
+                and node.children[1].type in _ARITHMETIC_ASSIGNMENTS:
+            # `(( DD_MM = D_MM + 0 ))`, `$(( N += 1 ))`, `for (( i = 0; ...))`: arithmetic assigns (bash(1) and ksh93,
+            # ARITHMETIC EVALUATION; round 519's WRF ksh jobs); the parser names a bare name only there
+            names.add(node.children[0].text.decode("utf-8", "replace"))
+        elif node.type in ("postfix_expression", "unary_expression") \
+                and any(c.type in ("++", "--") for c in node.children):  # `(( COUNT++ ))`, `(( --LEFT ))`
+            names.update(c.text.decode("utf-8", "replace") for c in node.children if c.type == "variable_name")
         elif node.type == "expansion":
             match = re.match(r"^\$\{(\w+):?=", node.text.decode("utf-8", "replace"))
             if match:
@@ -464,6 +481,7 @@ def set_names(shell) -> set:
     return names
 
 
+_ARITHMETIC_ASSIGNMENTS = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|="}
 # A name `let` sets: NAME=, NAME+=, NAME*= ... (bash(1), ARITHMETIC EVALUATION; `==` is a comparison); a compound
 # form counts up from an unset name (`let "NJOBS += 1"` makes NJOBS 1: a review's probe), so it sets it too
 _LET_TARGET = re.compile(r"(?:^|[,(\s])([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
@@ -1310,14 +1328,18 @@ def in_function(node) -> bool:
 
 
 # `[ "$ARCH" = "EDISON" ]`, `[[ $MODE == train ]]`, `[ "${SITE}" != "cori" ]`: a test of one variable against a literal
-_CONSTANT_TEST = re.compile(r'^\[\[?\s+"?\$\{?([A-Za-z_]\w*)\}?"?\s+(==?|!=)\s+"?([\w./+:-]*)"?\s+\]\]?$')
+# `[[ $CODE == AIMS ]]`, `[ "${CODE}" = "AIMS" ]`: quotes balanced on each side (`[ "$CODE = AIMS" ]` is one word, a
+# test that is always true)
+_CONSTANT_TEST = re.compile(r'^\[\[?\s+(?:"\$\{?([A-Za-z_]\w*)\}?"|\$\{?([A-Za-z_]\w*)\}?)\s+(==?|!=)\s+'
+                            r'(?:"([\w./+:-]*)"|([\w./+:-]*))\s+\]\]?$')
 
 
 def dead_branch_lines(shell) -> frozenset:
     """Lines of `if` branches that never run as the script is written: the test compares a variable that the script
     assigns once, at its top level, to a literal (`ARCH=LINUX`, with the other machines' lines commented out beside
-    it: round 485's decaf examples), before the `if`, with another literal; not in a function (it may be called
-    before the assignment), not an `if` with an `elif`, not a variable read, looped over, unset or assigned again,
+    it: round 485's decaf examples), before the `if`, with another literal, also along an `elif` chain up to its first
+    test the constants do not decide (round 526's CODE and MACHINE menus); not in a function (it may be called
+    before the assignment), not a variable read, looped over, unset or assigned again,
     nor in a script that sources a file or runs eval (even above the assignment: it may define a function that
     runs below it and sets the variable again: a review's probe, `module` from a sourced lmod.sh).
     The other machines' branches are the author's menu, not the job's steps. Nor the rest of a loop's body after an
@@ -1339,6 +1361,14 @@ def dead_branch_lines(shell) -> frozenset:
                 constants.pop(word.value or "", None)
         if shell.named("source", ".", "eval"):
             constants = {}  # a sourced file or an eval may set the variable again, or define a function that does
+        text = shell.root.text.decode("utf-8", "replace")
+        if "nocasematch" in text:
+            constants = {}  # `shopt -s nocasematch`: `[[ aims == AIMS ]]` is true
+        # a name set otherwise too (`printf -v CODE`, `let N=2`, `(( N = 2 ))`, `read CODE`), one a nameref may
+        # set (`declare -n which=CODE`), or one assigned in the background (`CODE=AIMS &` sets it in a subshell
+        # only): not a constant (a review's probes, bash 5.2)
+        other = set_names(shell, plain=False) | set(re.findall(r"-\w*n\w*\s+\w+=([A-Za-z_]\w*)", text))
+        constants = {name: a for name, a in constants.items() if name not in other and not backgrounded(a)}
         tests, bodies, stack = [], [], [shell.root]
         while stack:
             node = stack.pop()
@@ -1359,23 +1389,41 @@ def dead_branch_lines(shell) -> frozenset:
             for child in statements[stop + 1:] if stop is not None else ():
                 dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
         for node in tests:
-            kinds = [c.type for c in node.children]
-            conditions = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "condition"
-                          and c.type != ";"]
-            if "elif_clause" in kinds or len(conditions) != 1 or conditions[0].type != "test_command":
-                continue
-            found = _CONSTANT_TEST.match(conditions[0].text.decode("utf-8", "replace"))
-            constant = constants.get(found.group(1)) if found else None
-            if constant is None or constant.node.end_byte > node.start_byte:
-                continue
-            holds = (constant.value == found.group(3)) == (found.group(2) != "!=")
-            if holds and "else_clause" in kinds:
-                branch = node.children[kinds.index("else_clause")]
-                dead.update(range(branch.start_point[0] + 1, branch.end_point[0] + 2))
-            elif not holds:
-                start = kinds.index("then") + 1 if "then" in kinds else len(kinds)
-                stop = kinds.index("else_clause") if "else_clause" in kinds else len(kinds) - 1
-                for child in node.children[start:stop]:
-                    dead.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+            # the chain's arms in order: (condition nodes, body nodes) of the `if` and each `elif`, then the `else`
+            arms = []
+            for clause in [node] + [c for c in node.children if c.type == "elif_clause"]:
+                parts = clause.children
+                types = [c.type for c in parts]
+                start = types.index("then") + 1 if "then" in types else len(parts)
+                # the words between `if`/`elif` and `then` (an elif_clause names no condition field)
+                conditions = [c for c in parts[1:start - 1] if c.type not in (";", "comment")]
+                body = [c for c in parts[start:] if c.type not in ("elif_clause", "else_clause", "fi")]
+                arms.append((conditions, body))
+            otherwise = [c for c in node.children if c.type == "else_clause"]
+            live: set = set()
+            chain: set = set()  # this chain's lines that never run
+            for at, (conditions, body) in enumerate(arms):  # `if [[ $CODE == CASTEP ]] ... elif ...` (round 526)
+                test = conditions[0].text.decode("utf-8", "replace") \
+                    if len(conditions) == 1 and conditions[0].type == "test_command" else ""
+                found = _CONSTANT_TEST.match(test)
+                constant = constants.get(found.group(1) or found.group(2)) if found else None
+                # `[ $MODE != debug ]` with MODE empty (or more than one word) is a usage error, not a comparison
+                single = test.startswith("[[") or (found is not None and found.group(1) is not None) or \
+                    (constant is not None and re.fullmatch(r"[^\s*?\[]+", constant.value or "") is not None)
+                if constant is None or constant.node.end_byte > node.start_byte or not single:
+                    live.update(range(conditions[0].start_point[0] + 1, node.end_point[0] + 2) if conditions else ())
+                    break  # a test the constants do not decide: this arm and those after it may run
+                value = found.group(4) if found.group(4) is not None else found.group(5)
+                if (constant.value == value) == (found.group(3) != "!="):
+                    # this arm runs: the later arms and the else never do
+                    live.update(n for child in body for n in range(child.start_point[0] + 1, child.end_point[0] + 2))
+                    for child in [c for _, b in arms[at + 1:] for c in b] + otherwise:
+                        chain.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+                    break
+                for child in body:
+                    chain.update(range(child.start_point[0] + 1, child.end_point[0] + 2))
+            else:
+                live.update(n for child in otherwise for n in range(child.start_point[0] + 1, child.end_point[0] + 2))
+            dead |= chain - live  # a line an arm that runs shares with one that does not (`...; then a; else b; fi`)
         return frozenset(dead)
     return shell.once("dead branch lines", find)

@@ -371,11 +371,64 @@ def _foreground_pair(shell, node, placed: list[int]) -> bool:
     return False
 
 
+def _started_in_subshell(node, lastpipe: bool, waits_inside: dict) -> bool:
+    """The command's background job belongs to a subshell, not to the batch shell: the `&` stands inside a part of a
+    pipeline (`cat list | while read l; do srun ... & done`: bash runs each part in a subshell; with `shopt -s
+    lastpipe` and no job control, as in a batch script, the last part runs in the shell itself), a `( ... )` or a
+    `$( ... )` (bash(1), Pipelines, Command Execution Environment). A bare `wait` of the batch shell waits only for
+    its own children: it has none of these to collect or lose (round 526's runlist job: `wait "$pid"` could not reach
+    them either). A whole pipeline sent to the background (`srun ... | tee log &`) is the shell's own job; a bare
+    wait inside that subshell (`cat l | { ... & done; wait; }`) collects them and is read as any (a review's probes);
+    ksh93 runs a pipeline's last part in the shell itself."""
+    statement = node
+    while statement is not None:  # the statement that the `&` sends to the background
+        statement = statement_of(statement)
+        if statement is None or statement.next_sibling is not None and statement.next_sibling.type == "&":
+            break
+        statement = statement.parent
+    parent = statement.parent if statement is not None else None
+    child = statement
+    while parent is not None and parent.type not in ("program", "function_definition"):
+        container = None
+        if parent.type in ("subshell", "command_substitution", "process_substitution"):
+            container = parent
+        elif parent.type == "pipeline":
+            last = [c for c in parent.children if c.is_named][-1:]
+            if not (lastpipe and last and last[0] == child):
+                container = child
+        if container is not None:
+            # a bare wait of that subshell's own collects them (and loses their status): the rule reads it as any
+            if container.id not in waits_inside:  # once per subshell: linear
+                waits_inside[container.id] = _has_bare_wait(container)
+            return not waits_inside[container.id]
+        child, parent = parent, parent.parent
+    return False
+
+
+def _has_bare_wait(node) -> bool:
+    """A bare `wait` stands inside the node (the subshell's own wait: `cat l | { ... & done; wait; }`)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "command":
+            name = current.child_by_field_name("name")
+            if name is not None and name.text == b"wait" and not current.children_by_field_name("argument"):
+                return True
+        stack.extend(current.children)
+    return False
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
+    # ksh93 runs a pipeline's last part in the shell itself (a review's probe with /usr/bin/ksh 93u+m), as bash does
+    # with `shopt -s lastpipe` and no job control
+    waits_inside: dict = {}
+    lastpipe = (target.script.interpreter or "").startswith("ksh") or any(
+        c.args and c.args[0].value == "-s" and any(a.value == "lastpipe" for a in c.args[1:])
+        for c in shell.named("shopt"))
     background = [c for c in shell.commands if (c.name in steps or _work(c)) and backgrounded(c)
-                  and not _nothing_to_lose(c, shell)]
+                  and not _nothing_to_lose(c, shell) and not _started_in_subshell(c.node, lastpipe, waits_inside)]
     if interactive_session(shell) and all(runs_service(shell, c) for c in background):
         return  # the wait keeps a session's notebook and its task farm up until its user ends the job
     killed = _killed_before_wait(shell, background) if background else set()

@@ -57,11 +57,12 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP,
+from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP,
                                   WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, command_string,
                                   ending_kill, endless_loop, exclusive_nodes, exported_function_commands, in_function,
                                   interactive_server, one_host, payload_text, program_base_name,
-                                  requested_gpus_per_node, shell_payload, signal_name, srun_option, statement_of)
+                                  requested_gpus_per_node, set_names, shell_payload, signal_name, srun_option,
+                                  statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import SLURM_TIME, TEMPLATE, VALUE_TOKEN, before
 from validator.shell import Word
@@ -853,13 +854,22 @@ def _ends_after_first_exit(shell, own) -> bool:
 
 
 
-def _under_timeout(command, parsed) -> bool:
-    """`timeout 30m srun ...` (also `timeout "$LIMIT" srun`, `time timeout -s KILL 1h srun`): when the duration
-    passes, timeout(1) sends srun SIGTERM (or the signal -s names), and srun ends its step on TERM, KILL, HUP or
-    QUIT (base.ending_kill's premise), so survivors of a dead task are held no longer than the duration the author
-    chose, as where each task runs under timeout (_BOUNDED). Not a duration of 0 (no timeout: coreutils timeout.1)
-    nor one of more than half the job's --time: survivors then hold the nodes for most of the job (round 452's
-    `timeout 235m srun` in a 4-hour job, judged true). A duration from a variable is the author's bound."""
+# The signals on which srun ends its step itself, forwarding SIGKILL to the tasks: TERM, HUP and QUIT (srun.1,
+# SIGNALS AND ESCAPE SEQUENCES, "Forwarded as SIGKILL"; _forward_signal in src/srun/signals.c at slurm-26-05-1-1).
+# Not KILL: srun dies without ending the step (a review's probe: slurmstepd only marks a lost client's I/O at EOF),
+# nor one INT (it prints the tasks' status), STOP or USR1.
+_STEP_ENDING = {"TERM", "HUP", "QUIT"}
+
+
+def _under_timeout(shell, command, parsed) -> bool:
+    """`timeout 30m srun ...` (also `timeout "$LIMIT" srun`, `time timeout -s HUP 1h srun`): when the duration
+    passes, timeout(1) sends srun SIGTERM (or the signal -s names), and srun ends its step on TERM, HUP or QUIT
+    (_STEP_ENDING), so survivors of a dead task are held no longer than the duration the author chose, as where each
+    task runs under timeout (_BOUNDED). Only where the job's --time is known and the duration is at most half of it:
+    not a duration of 0 (no timeout: coreutils timeout.1), nor one of more than half the job's time (round 452's
+    `timeout 235m srun` in a 4-hour job, judged true), nor in a job that states no limit (the partition's decides).
+    A duration from a variable the file sets is read from its literal values (each must pass); one the file never
+    sets comes from outside (a sourced settings file: round 482's HEPnOS) and is the author's bound."""
     node = command.node
     if node is None or command.name != "srun" or node.child_by_field_name("name") is None:
         return False
@@ -869,27 +879,72 @@ def _under_timeout(command, parsed) -> bool:
     if "srun" not in bases[1:]:
         return False  # not a wrapped srun (the node is srun's own)
     at = bases.index("srun", 1)
+    limit = SLURM_TIME.seconds(parsed.value("time") or "")
     for i in range(at):
         if bases[i] != "timeout":
             continue
         signal, duration, j = "TERM", None, i + 1
         while j < at and duration is None:
-            if texts[j] in ("-s", "--signal", "-k", "--kill-after"):
-                signal = texts[j + 1] if texts[j] in ("-s", "--signal") and j + 1 < at else signal
+            word = texts[j]
+            if word in ("-s", "--signal", "-k", "--kill-after"):
+                signal = texts[j + 1] if word in ("-s", "--signal") and j + 1 < at else signal
                 j += 2
-            elif texts[j].startswith("-"):
-                signal = texts[j].split("=", 1)[1] if texts[j].startswith("--signal=") else signal
+            elif word.startswith("--signal="):
+                signal, j = word.split("=", 1)[1], j + 1
+            elif word.startswith("-") and not word.startswith("--") and "s" in word[1:]:
+                # `-sINT`, `-vsKILL`: getopt's bundled flags, the signal attached after `s` or in the next word
+                rest = word[word.index("s", 1) + 1:]
+                signal = rest if rest else (texts[j + 1] if j + 1 < at else signal)
+                j += 1 if rest else 2
+            elif word.startswith("-"):
                 j += 1
             else:
-                duration = texts[j]
-        if duration is None or signal_name(signal.strip("\"'")) not in ENDING_SIGNALS:
+                duration = word
+        if duration is None or limit is None or signal_name(signal.strip("\"'")) not in _STEP_ENDING:
             return False
-        seconds = _duration_seconds(duration.strip("\"'"))
-        limit = SLURM_TIME.seconds(parsed.value("time") or "")
-        if seconds is None:
-            return "$" in duration  # a variable's bound; a word that is no duration makes timeout refuse
-        return seconds > 0 and (limit is None or 2 * seconds <= limit)
+        return _bounds(shell, duration.strip("\"'"), limit)
     return False
+
+
+def _bounds(shell, duration: str, limit: int) -> bool:
+    """The duration is more than zero and at most half the job's limit. Its variables (`$LIMIT`, `${MIN}m`,
+    `${LIMIT:-30m}`) are read from the literal values the file assigns them, each of which must pass; one the file
+    sets otherwise (`for`, `read`, `printf -v`, arithmetic, a value with an expansion) is not known and does not
+    bound; one the file never sets comes from outside (its default where it has one) and is the author's bound."""
+    values = _literal_values(shell)
+    texts = [duration]
+    for found in re.finditer(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)", duration):
+        name, default = found.group(1) or found.group(3), found.group(2)
+        if name in values:
+            choices = values[name]
+        elif name in shell.once("set names", lambda: set_names(shell)):
+            return False  # set where its value is not a literal: not known here
+        elif default is not None:
+            choices = [default]
+        else:
+            return True  # set outside the file (a sourced settings file): the author's bound
+        if choices is None:
+            return False
+        texts = [t.replace(found.group(0), choice, 1) for t in texts for choice in choices]
+    seconds = [_duration_seconds(t) for t in texts]
+    return bool(seconds) and all(x is not None and 0 < x and 2 * x <= limit for x in seconds)
+
+
+def _literal_values(shell) -> dict:
+    """name -> the literal values its assignments give it (None where one is not literal), read once per script."""
+    def build() -> dict:
+        found: dict = {}
+        for a in shell.assignments:
+            # `LIMIT=${LIMIT:-30m}`: the default, where the name is not set before (a.value holds it)
+            own_default = re.fullmatch(r"\"?\$\{" + re.escape(a.name) + r":?[-=][^}$`]*\}\"?", a.raw) is not None
+            literal = a.value is not None and ("$" not in a.raw and "`" not in a.raw or own_default)
+            if a.name in found and found[a.name] is None:
+                continue
+            found[a.name] = (found.get(a.name) or set()) | {a.value} if literal else None
+        # the distinct values; a name given dozens is read as not known (linear for a file of 10,000 steps)
+        return {name: sorted(values) if values is not None and len(values) <= 16 else None
+                for name, values in found.items()}
+    return shell.once("literal values", build)
 
 
 def _duration_seconds(text: str) -> float | None:
@@ -1110,13 +1165,29 @@ def _hello_program(shell, command) -> bool:
     return _HELLO.match(base) is not None and _COUPLED_NAME.search(base) is None
 
 
-def _multi_prog(own) -> bool:
+# A --multi-prog configuration line the script writes (a here-document's line, or echo/printf's text): task ids and
+# the program they run (srun.1, MULTIPLE PROGRAM CONFIGURATION: "0-3,6,8-10 ./a.out")
+_CONF_LINE = re.compile(r"(?m)^\s*(?:(?:echo|printf)\s+(?:-[ne]+\s+)?[\"']?)?([0-9]+(?:[-,][0-9]+)*)\s+([./\w$-]+)")
+
+
+def _multi_prog(shell, own) -> bool:
     """`srun --multi-prog tasks.conf` in a file that shows no sign of MPI or a distributed program (the caller
     asks): the step runs a different program or argument per task from a configuration file (srun.1, MULTIPLE
     PROGRAM CONFIGURATION, at slurm-22-05-0-1 and slurm-26-05-1-1), a task farm of separate processes (rounds 472
     and 481: Julia experiments, per-file NCO scripts; no true finding of the shape in the read rounds). MPMD MPI
-    (a coupled model under `module load cray-mpich`) shows its sign and stays reported."""
-    return own.has_flag("--multi-prog")
+    (a coupled model under `module load cray-mpich`) shows its sign and stays reported, and so does a configuration
+    the script writes itself (a here-document, echo or printf) with several programs, one over a range of task ids
+    (`0-127 ./atmos.exe`, `128-447 ./ocean.exe`: a review's probe); one program over ranges is a farm."""
+    if not own.has_flag("--multi-prog"):
+        return False
+    def mpmd() -> bool:  # once per script: a file of 10,000 such steps stays linear
+        text = shell.root.text.decode("utf-8", "replace").replace("\\n", "\n") if shell.root is not None else ""
+        # a program by its path or file name (`./atmos.exe`, `/opt/bin/ocean`), not a word of a data file
+        lines = [(ids, program) for ids, program in _CONF_LINE.findall(text) if "/" in program or "." in program]
+        # several programs, one of them over a range of task ids: an MPMD program's components (`0-127 ./atmos.exe`,
+        # `128-447 ./ocean.exe`); one program over ranges (`0-31 ./chunk.sh %t`) is a farm
+        return len({program for _, program in lines}) >= 2 and any("-" in ids for ids, _ in lines)
+    return not shell.once("multi-prog MPMD", mpmd)
 
 
 def check(target):
@@ -1133,7 +1204,7 @@ def check(target):
     for command in shell.named("srun"):
         own = own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
-        if kill is not None or _ends_after_first_exit(shell, own) or _under_timeout(command, target.script.parsed) \
+        if kill is not None or _ends_after_first_exit(shell, own) or _under_timeout(shell, command, target.script.parsed) \
                 or refused_task_count(command, shell, bool(target.script.parsed.template_lines)):  # no task starts
             continue
         component = _step_component(shell, target.script.parsed, own)
@@ -1145,7 +1216,7 @@ def check(target):
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
                 or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,
                                                                           target.release)
-                                                         or _hello_program(shell, command) or _multi_prog(own)):
+                                                         or _hello_program(shell, command) or _multi_prog(shell, own)):
             continue
         yield (target.script.display, command.line, command.col,
                _MESSAGE)

@@ -31,7 +31,8 @@ Not reported where node 0's value does no harm:
   folder) in a job of one task per node (--ntasks-per-node=1, no heterogeneous component, no SLURM_NTASKS*
   set for srun to read, no MPI launcher in the batch shell, every srun asking for no more): every node's task
   gets its own folder, on its own disk;
-- the value is assigned to a variable that nothing reads but echo/printf, torchrun's --node_rank
+- the value is assigned (whole, or as a part: `prof="rank_${SLURM_PROCID}.prof"`) to a variable that nothing
+  reads but echo/printf, torchrun's --node_rank
   beside --rdzv_backend c10d, or the value of another variable that nothing reads (and that is not
   exported, or exported in a script whose launcher uses the c10d rendezvous);
 - in the default profile, the value is assigned to an exported variable that nothing in the script
@@ -184,6 +185,33 @@ def _in_exported_function(node, exported: set) -> bool:
     function = enclosing(node, ("function_definition",))
     name = function.child_by_field_name("name") if function is not None else None
     return name is not None and name.text.decode("utf-8", "replace") in exported
+
+
+def _part_of_unread(script, expansion, exported: set) -> bool:
+    """The expansion is part of the value of a variable (`prof="rank_${SLURM_PROCID}.prof"`) that nothing in the file
+    can read: not exported or declared, never expanded, no bare name of it in arithmetic (`$(( offset * 7 ))` reads
+    `offset`), and no `source`, `.`, `eval` or `${!...}` that could read it unseen (a review's probes)."""
+    name = _enclosing_assignment(expansion.node)
+    if name is None or name in exported:
+        return False
+    facts = script.shell.once("per-task: readers", lambda: _readers(script.shell, script.parsed.lines))
+    return not facts["blind"] and name not in facts["read"]
+
+
+def _readers(shell, lines) -> dict:
+    """Read once per script: the names expanded or named bare inside arithmetic, and whether a sourced file, an eval
+    or an indirect `${!name}` may read others unseen."""
+    read = {e.name for e in shell.expansions}
+    stack = [shell.root] if shell.root is not None else []
+    while stack:
+        node = stack.pop()
+        if node.type == "variable_name" and node.parent is not None and node.parent.type != "variable_assignment":
+            read.add(node.text.decode("utf-8", "replace"))  # `(( offset * 7 ))`, `$(( n + 1 ))`: a bare name read
+        stack.extend(node.children)
+    text = shell.root.text if shell.root is not None else b""
+    declared = declared_names(shell, lines)  # None: `set -a` exports every variable
+    read |= declared or set()
+    return {"read": read, "blind": bool(shell.named("source", ".", "eval")) or b"${!" in text or declared is None}
 
 
 def _assigned_to(node) -> str | None:
@@ -353,6 +381,8 @@ def check(target):
     for expansion, holder in candidates:
         if holder in harmless:
             continue
+        if holder is None and _part_of_unread(script, expansion, exported_names):
+            continue  # part of a value nothing reads (`prof="rank_${SLURM_PROCID}.prof"`, never used: round 516)
         yield (script.display, expansion.line, expansion.col,
                f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "
                "expand it inside the step: single quotes, \\$, or a script the step runs")

@@ -282,8 +282,9 @@ def _derived_fallback(expansions, targets: set) -> set:
 
 def _unread(shell, lines, expansions, targets: set) -> set:
     """Holders of the script's folder that nothing reads: expanded only into other such holders or by echo and
-    printf, not exported (a program the job runs could read it), no `set -a`: the spool path goes nowhere (round
-    fifty-eight: a DIR taken from BASH_SOURCE in a job that never uses it)."""
+    printf or as the default of `${SLURM_SUBMIT_DIR:-...}` (set in every batch job), not exported (a program the job
+    runs could read it), no `set -a`: the spool path goes nowhere (round fifty-eight: a DIR taken from BASH_SOURCE in
+    a job that never uses it)."""
     declared = declared_names(shell, lines)
     if declared is None:
         return set()  # set -a / set -o allexport: every assignment is exported
@@ -296,6 +297,8 @@ def _unread(shell, lines, expansions, targets: set) -> set:
     flows: dict = {}
     used = set(exported) | set(declared)
     for e in expansions:
+        if e.node is not None and e.name in targets and _submit_default(e.node):
+            continue  # `${SLURM_SUBMIT_DIR:-${SCRIPT_DIR}/..}`: a fallback sbatch never takes (round 520's ParRay)
         into = _assigned_name(e.node) if e.node is not None else None
         if into is not None:
             if into != e.name:

@@ -11,7 +11,8 @@ a tool renders the file before sbatch and nobody submits it as it is: not report
 script is the one to validate). So are bare capitalised tokens (or %NAME marks) where counts, sizes or times belong
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
 (`--cpus-per-task=XX` in time_XX.sh) or in a file whose name says it is a template (`--ntasks=NPROCS` in
-job_template.ksh): a generator's sed fills them in. Three or more values left blank after '=' make a form the
+job_template.ksh), or one beside capitalised words in the job's name, log paths or other counts (`--mem=MEMORY`
+with `--job-name=JOB_NAME`, `--output=JOB_OUT/log.txt`): a generator's sed fills them in. Three or more values left blank after '=' make a form the
 user fills in: said once, as a template's placeholders are (_blank_form_lines). So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
@@ -46,7 +47,7 @@ import difflib
 import re
 
 from validator.rules.base import SHELL_VARIABLES, set_names
-from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, mail_events, placeholder
+from validator.sbatch import MAIL_ALL, MAIL_EVENTS, VALUE_TYPES, before, mail_events, placeholder
 
 ID = "sbatch-bad-value"
 SEVERITY = "error"
@@ -159,6 +160,29 @@ def _named_template_lines(parsed, set_here: set, named_in_file: bool) -> set:
     return lines
 
 
+# Options whose value names the job or its files, or counts its resources: where a generator's other tokens stand
+# in a template (`--job-name=JOB_NAME`, `-o PATH_TO_LOGS/%x.out`, `-J WHAT.FROM.PRT`, `--gres=gpu:N_GPUS`); not
+# the options whose values are capitalised words of Slurm's or a site's (--mail-type=END, --export=NONE, -A ACF)
+_NAMING_OPTIONS = {"job-name", "output", "error", "chdir", "gres", "cpus-per-gpu", "ntasks-per-gpu"} | set(TYPES)
+# a whole capitalised word: not a variable's name (`/scratch/$USER/`), nor part of a site's word (`RTX_A6000`)
+_CAPITAL_WORD = re.compile(r"(?<![A-Za-z0-9_${])(?:[A-Z]{2,}|[A-Z](?=_))(?:_[A-Z]+)*(?![A-Za-z0-9_])")
+
+
+def _beside_named_tokens(parsed, option) -> bool:
+    """One bare capitalised token where a count, size or time belongs (`--mem=MEMORY`, `--ntasks=N_TASKS`) in a
+    file whose job name, log paths or other counts are made of capitalised words too (`--job-name=JOB_NAME`,
+    `--output=JOB_OUT/log.txt`, `-o PATH_TO_LOGS/%x.out`, `-J WHAT.FROM.PRT`, `--gres=gpu:N_GPUS`): two or more,
+    each with an underscore, or three of them, make the file a generator's template (rounds 415, 478 and
+    506: calodiffusion's submit_training.py, a sed over b2ob.slurm, meze's writer; three false findings, no true
+    one of the shape on the read rounds). A plain `--job-name=LAMMPS` or `--output=RUN_%j.out` is one word; `MD_NVT`
+    beside `LOGS/` (a review's probe), `$USER` and a site's `RTX_A6000` are no generator's."""
+    words = set()
+    for other in parsed.options:
+        if other.name in _NAMING_OPTIONS and other.value and other is not option:
+            words |= set(_CAPITAL_WORD.findall(other.value))
+    return len(words) >= 3 or len(words) >= 2 and all("_" in w for w in words)
+
+
 def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     """The directive lines a generator fills in, when the file is such a template: two or more count,
     size or time values that are bare capitalised tokens, or that hold two or more different
@@ -171,7 +195,7 @@ def _generator_lines(parsed, assigned: set, file_name: str = "") -> set:
     lines = bare if len(bare) >= 2 else {
         option.line for option in parsed.options if option.name in TYPES and option.value
         and re.fullmatch(r"[A-Z][A-Z0-9_]+", option.value) and not TYPES[option.name][0].fullmatch(option.value)
-        and _named_in_file_name(option.value, file_name)}
+        and (_named_in_file_name(option.value, file_name) or _beside_named_tokens(parsed, option))}
     tokens = {name for _, _, name in typed if name not in assigned and not name.startswith("SLURM_")}
     if len({(line, col) for line, col, _ in typed}) >= 2 and len(tokens) >= 2 and len(tokens) == len(
             {name for _, _, name in typed}):
@@ -237,7 +261,7 @@ def check(target):
                    "pass the value on the sbatch command line instead")
             continue
         if option.name == "mail-type":
-            yield from _mail_type(script, option)
+            yield from _mail_type(script, option, target.release)
             continue
         kind = TYPES.get(option.name)
         if kind and not kind[0].fullmatch(value):
@@ -248,32 +272,50 @@ def check(target):
 _ESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\\[$`]")  # an odd number of backslashes: `\\$X` expands
 
 
-# Mail that comes although its word is misspelt: a failed job whose mail_type lacks FAIL gets its END mail
-# ("Ended ..., FAILED": job_completion_logger() in src/slurmctld/job_mgr.c tests FAIL, else END, at
-# slurm-22-05-0-1 and slurm-26-05-1-1); ALL sets BEGIN, END, FAIL, REQUEUE, INVALID_DEPEND and STAGE_OUT
-# (parse_mail_type() in src/common/proc_args.c, both releases). Round two hundred: `BEGIN,END,DAIL`.
-MAILED_ANYWAY = {"END": {"FAIL"}, "ALL": MAIL_ALL}
+# Mail that comes although its word is misspelt. A job that reaches its time limit ends TIMEOUT, which comes after
+# FAILED in enum job_states (slurm/slurm.h.in), so job_completion_logger() in src/slurmctld/job_mgr.c sends it the
+# FAIL mail (`base_state >= JOB_FAILED`, at slurm-22-05-0-1 and slurm-26-05-1-1): a misspelt TIME_LIMIT beside FAIL
+# still mails the timeout (round 519's LRZ jobs, `--mail-type=end,fail,timeout`). A job whose mail_type lacks FAIL
+# gets its END mail on a failure or a timeout too ("Ended ..., FAILED": `else if` END with `base_state >=
+# JOB_COMPLETE`) since commit 021e0df77b, "Run mailprog for mail-type=end for jobs with non-zero exit codes", first
+# tagged slurm-23-02-6-1 (slurm-23-02-5-1 and every 22.05 tag mail END only for COMPLETE and CANCELLED). Releases are
+# told apart here by their major version, so only from 23.11, whose every tag has it (a cluster on 23.02.0-23.02.5
+# would not mail: a review's probe; on 23.02 the skipped word stays reported). ALL sets BEGIN, END, FAIL, REQUEUE,
+# INVALID_DEPEND and STAGE_OUT (parse_mail_type() in src/common/proc_args.c, both releases). Round two hundred:
+# `BEGIN,END,DAIL`.
+END_MAILS_FAILURES = "23.11"
+
+
+def mailed_anyway(event: str, release: str | None) -> set:
+    """The events whose mail a job asking for `event` gets anyway on the targeted release."""
+    if event == "ALL":
+        return MAIL_ALL | {"TIME_LIMIT"}
+    if event == "FAIL":
+        return {"TIME_LIMIT"}
+    if event == "END" and not before(release, END_MAILS_FAILURES):
+        return {"FAIL", "TIME_LIMIT"}
+    return set()
 
 
 # PBS's word for a failed job: sbatch itself translates a #PBS `-m a` ("abort") into FAIL (_xlate_pbs_mail_type in
 # src/sbatch/xlate.c at slurm-22-05-0-1 and slurm-26-05-1-1); `--mail-type=BEGIN,END,ABORT` (round 486) meant FAIL
-_PBS_WORDS = {"ABORT": "FAIL"}
+_PBS_WORDS = {"ABORT": "FAIL", "TIMEOUT": "TIME_LIMIT", "TIME_OUT": "TIME_LIMIT"}  # and the job state's own name
 
 
-def _lost(word: str, kept: list[str]) -> bool:
+def _lost(word: str, kept: list[str], release: str | None) -> bool:
     """A skipped --mail-type word whose mail does not come: not a misspelling (one edit or so, difflib
     ratio 0.75 or more) of an event that a kept one mails anyway, nor PBS's name of one (ABORT for FAIL)."""
     meant = [_PBS_WORDS[word.upper()]] if word.upper() in _PBS_WORDS else \
         difflib.get_close_matches(word.upper(), sorted(MAIL_EVENTS), n=1, cutoff=0.75)
-    return not (meant and any(meant[0] in MAILED_ANYWAY.get(event, ()) for event in kept))
+    return not (meant and any(meant[0] in mailed_anyway(event, release) for event in kept))
 
 
-def _mail_type(script, option):
+def _mail_type(script, option, release: str | None):
     """A --mail-type word parse_mail_type() does not know (START, ABORT): alone, sbatch refuses the job;
     beside known events, it is skipped and that mail never comes (round thirty-nine's warpx-hall job asks
     `--mail-type=START,END,FAIL`: END and FAIL are mailed, the start is not)."""
     kept, skipped = mail_events(option.value)
-    if kept and not any(_lost(word, kept) for word in skipped):
+    if kept and not any(_lost(word, kept, release) for word in skipped):
         return
     known = "BEGIN, END, FAIL, REQUEUE, ALL, NONE, TIME_LIMIT[_90|_80|_50], ARRAY_TASKS, INVALID_DEPEND, STAGE_OUT"
     words = ", ".join(skipped)

@@ -21,7 +21,7 @@ reported.
 import functools
 import re
 
-from validator.rules.sbatch_bad_value import MAILED_ANYWAY
+from validator.rules.sbatch_bad_value import mailed_anyway
 from validator.sbatch import before, mail_events
 
 MAIL_TYPE_LAST_WINS = "25.05"  # fac544cef5, src/common/slurm_opt.c
@@ -79,7 +79,7 @@ def _hostlist_names(value: str) -> frozenset | None:
     return frozenset(out - {""}) or None
 
 
-def _holds_every_part(name: str, last: str | None, first: str | None) -> bool:
+def _holds_every_part(name: str, last: str | None, first: str | None, release: str | None) -> bool:
     """The last value holds every part of the first: --exclude's nodes, --mail-type's events (ALL holds
     the events sbatch.1 lists for it; NONE, even beside others, asks for none: parse_mail_type() in
     src/common/proc_args.c stops at it, slurm-26-05-1-1), --acctg-freq's comma-separated parts."""
@@ -93,23 +93,23 @@ def _holds_every_part(name: str, last: str | None, first: str | None) -> bool:
         if "NONE" in later:
             return earlier <= {"NONE"}
         for event in list(later):  # ALL holds its events; END's mail comes on a failure too (FAIL)
-            later |= MAILED_ANYWAY.get(event, set())
+            later |= mailed_anyway(event, release)
         return earlier <= later
     later, earlier = {p.strip().upper() for p in last.split(",")}, {p.strip().upper() for p in first.split(",")}
     return earlier <= later
 
 
-def _kept_whole(options) -> set:
+def _kept_whole(options, release: str | None) -> set:
     """(component, name) of the options whose last value holds every part of each earlier one."""
     last = {(o.component, o.name): o for o in options if o.name in ADDS_UP}
     repeated = {key for key in last if sum((o.component, o.name) == key for o in options) > 1}
     return {key for key in repeated
-            if all(_holds_every_part(key[1], last[key].value, o.value) for o in options
+            if all(_holds_every_part(key[1], last[key].value, o.value, release) for o in options
                    if (o.component, o.name) == key and o is not last[key])}
 
 
 def check(target):
-    kept_whole = set() if target.strict else _kept_whole(target.script.parsed.options)
+    kept_whole = set() if target.strict else _kept_whole(target.script.parsed.options, target.release)
     seen = {}
     last = {(o.component, o.name): o for o in target.script.parsed.options}  # the one sbatch keeps
     for option in target.script.parsed.options:
