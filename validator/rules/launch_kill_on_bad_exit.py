@@ -1170,6 +1170,20 @@ def _hello_program(shell, command) -> bool:
 _CONF_LINE = re.compile(r"(?m)^\s*(?:(?:echo|printf)\s+(?:-[ne]+\s+)?[\"']?)?([0-9]+(?:[-,][0-9]+)*)\s+([./\w$-]+)")
 
 
+# `python run.py $SLURM_PROCID`, `./fit.sh \$SLURM_PROCID`: the task id as a program's bare argument (the word
+# before it no option, no NAME=, no launcher's)
+_BARE_TASK_ID = re.compile(r"(?:^|\s)(?!-)[^\s=]+\s+[\"']?\\?\$\{?SLURM_PROCID\}?[\"']?(?=\s|[\"';]|$)")
+
+
+def _task_id_argument(command) -> bool:
+    """The step hands each task its own id as a bare argument of its program (round 515's CaImAn job: `srun bash -c
+    '... python online_testing.py $SLURM_PROCID'`, each task one dataset), in a file that shows no sign of a
+    distributed program (the caller asks): a farm of copies that each take their own share. A rank handed over by
+    name (`--node_rank \$SLURM_PROCID`, `RANK=\$SLURM_PROCID`: read rounds 421-521, every one judged true) stays
+    reported."""
+    return _BARE_TASK_ID.search(" ".join(a.raw for a in command.args)) is not None
+
+
 def _multi_prog(shell, own) -> bool:
     """`srun --multi-prog tasks.conf` in a file that shows no sign of MPI or a distributed program (the caller
     asks): the step runs a different program or argument per task from a configuration file (srun.1, MULTIPLE
@@ -1216,7 +1230,8 @@ def check(target):
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
                 or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,
                                                                           target.release)
-                                                         or _hello_program(shell, command) or _multi_prog(shell, own)):
+                                                         or _hello_program(shell, command) or _multi_prog(shell, own)
+                                                         or _task_id_argument(command)):
             continue
         yield (target.script.display, command.line, command.col,
                _MESSAGE)
