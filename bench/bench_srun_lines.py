@@ -16,7 +16,9 @@ values once); "exported-functions", 2,000 functions each run by `srun bash -c NA
 numbers; "python-checks", 2,000 print-only `python - <<'PY'` checks after a training; "conda-activates", 5,000
 `conda activate` lines without conda's hook, each before a step; "conda-blank-lines", one activate before 80,000
 lines of blanks; "loop-turns", 2,500 loops of a teed step and an echo; "misspelt-directives", 10,000 `#SBACTH`
-lines. shellcheck is off (--no-shellcheck): this
+lines; "timeout-variables", 5,000 steps under `timeout $Ln` with the durations set in the file; "multi-prog",
+10,000 --multi-prog steps; "pipeline-background", 10,000 background steps in one pipeline's loop; "unread-per-task",
+5,000 per-task values nothing reads. shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -94,6 +96,17 @@ def shapes() -> dict[str, str]:
             "loop-turns": HEAD.replace("set -euo pipefail\n", "") + "".join(
                 f"for s in 1 2; do\n  srun -K1 ./run {i} \"$s\" | tee l{i}.log\n  echo {i}\ndone\n"
                 for i in range(LINES // 4)),
+            # this session's paths (2026-12-07, from 12:14): 5,000 steps under `timeout $Ln` with the durations set in
+            # the file (launch-kill-on-bad-exit reads each name's literal values once: 8.7 s when read per step),
+            # 10,000 --multi-prog steps (the MPMD check reads the file once: 17.8 s per step), 10,000 background steps
+            # in one pipeline's loop (launch-bare-wait asks once per subshell whether it has its own wait), and
+            # 5,000 per-task values that nothing reads (launch-per-task-variable's readers once: 49 s per value)
+            "timeout-variables": HEAD + "".join(f"L{i}=30m\ntimeout $L{i} srun ./s{i}\n" for i in range(LINES // 2)),
+            "multi-prog": HEAD + "".join(f"srun --multi-prog c{i}\n" for i in range(LINES)),
+            "pipeline-background": HEAD + "cat list | while read -r l; do\n" + "".join(
+                f"  srun -n1 ./s{i} \"$l\" &\n" for i in range(LINES)) + "done\nwait\n",
+            "unread-per-task": HEAD + "".join(f"p{i}=\"rank_${{SLURM_PROCID}}.{i}\"\n" for i in range(LINES // 2))
+            + "srun -K1 hostname\n",
             # 10,000 misspelt directives before the first command (sbatch-lookalike's one-edit test per line)
             "misspelt-directives": "#!/bin/bash\n" + "".join(f"#SBACTH --job-name=j{i}\n" for i in range(LINES))
             + "srun -K1 hostname\n"}
