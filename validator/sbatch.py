@@ -270,8 +270,8 @@ class SlurmTime:
         return runs >= need.get(colons, 1)
 
     def seconds(self, value: str) -> int | None:
-        """The limit in seconds as time_str2secs() reads it (src/common/parse_time.c at SchedMD/slurm 284c3b95f0,
-        the same formats as sbatch.1 lists at slurm-22-05-0-1 and slurm-26-05-1-1): with a '-', days-hours[:minutes
+        """The limit in seconds as time_str2secs() reads it (src/common/parse_time.c at slurm-22-05-0-1 and
+        slurm-26-05-1-1, the formats sbatch.1 lists for --time there): with a '-', days-hours[:minutes
         [:seconds]]; three fields are hours:minutes:seconds; else minutes[:seconds]. None where there is no limit
         (UNLIMITED, INFINITE, -1, a time of zero) or the value is no time."""
         if not self.fullmatch(value) or no_time_limit(value):

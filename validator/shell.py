@@ -23,7 +23,7 @@ _DEFAULT = re.compile(r"^\$\{(\w+):?[-=]([^}]*)\}$")
 WRAPPERS = {"time", "timeout", "exec", "nohup", "command", "env", "numactl", "stdbuf", "nice", "taskset"}
 # Their options that take the next word as a value (time(1), timeout(1), env(1), nice(1), stdbuf(1),
 # numactl(8), GNU coreutils and numactl's man pages): `timeout -s KILL 10m srun`, `env -u FOO srun`
-_WRAPPER_VALUED = {"time": {"-o", "-f", "--output", "--format"}, "timeout": {"-s", "--signal", "-k", "--kill-after"},
+WRAPPER_VALUED = {"time": {"-o", "-f", "--output", "--format"}, "timeout": {"-s", "--signal", "-k", "--kill-after"},
                    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}, "nice": {"-n", "--adjustment"},
                    "stdbuf": {"-i", "-o", "-e"}, "numactl": {"-C", "-N", "-m", "-p", "-i", "--physcpubind",
                                                             "--cpunodebind", "--membind", "--preferred", "--interleave"},
@@ -382,7 +382,7 @@ def unwrap(command: Command) -> Command | None:
             if wrapper == "command" and re.fullmatch(r"-p?[vV]p?", text):
                 return None  # `command -v srun` prints where srun is and runs nothing (bash(1), command builtin)
             if text.startswith("-") or "=" in text:
-                valued = text in _WRAPPER_VALUED.get(wrapper, ())
+                valued = text in WRAPPER_VALUED.get(wrapper, ())
                 continue
             if skip_duration:
                 skip_duration = False

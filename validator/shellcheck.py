@@ -268,27 +268,25 @@ def _bash_parses(script) -> tuple[bool, set]:
     return shell.once("bash -n", run) if shell is not None else run()
 
 
-# SC2289 (a command name with a newline) on a Python-style block comment: three single or three double quotes alone
-# on a line, the text, then the same three quotes alone. bash runs the quoted text as one command, which is not
-# found (status 127), and goes on, so the lines inside stay unrun as the author meant (rounds 456, 478 and 504: six
-# such findings judged false, each before the job's work). Reported where it does harm: under errexit (the job
-# stops there), as the script's last command (127 is the job's status: round 504), where bash runs something
-# inside it (a double-quoted block with `$(`, a backquote, or a double quote that ends the string early: round
-# 490's backquoted words, round 478's early quote), or where bash does not parse the file.
-_BLOCK_MARKS = ("'''", '"""')
-
-
+# SC2289 (a command name with a newline) on a Python-style block comment (base.block_comment: three single or three
+# double quotes alone on a line, the text, then the same three quotes alone). bash runs the quoted text as one
+# command, which is not found (status 127), and goes on, so the lines inside stay unrun as the author meant (rounds
+# 456, 478 and 504: six such findings judged false, each before the job's work). Reported where it does harm: under
+# errexit or nounset (the job stops there), as the script's last command (127 is the job's status: round 504), where
+# bash runs something inside it (a double-quoted block with `$(`, `${`, a backquote, or a double quote that ends the
+# string early: round 490's backquoted words, round 478's early quote), before #SBATCH lines sbatch then ignores, or
+# where bash does not parse the file.
 def _quoted_block_comment(finding: Finding, script) -> bool:
-    """SC2289 on a harmless Python-style block comment (see _BLOCK_MARKS)."""
+    """SC2289 on a harmless Python-style block comment (see above)."""
+    from validator.rules.base import block_comment
+    shell = getattr(script, "shell", None)
     lines = _lines(script)
-    if not 0 < finding.line <= len(lines):
+    blocks = shell.once("block comments by line", lambda: {c.line: c for c in shell.commands if block_comment(c)}) \
+        if shell is not None else {}
+    block = blocks.get(finding.line)
+    if block is None or lines[finding.line - 1].strip() not in ("'''", '"""'):
         return False
-    mark = lines[finding.line - 1].strip()
-    if mark not in _BLOCK_MARKS:
-        return False
-    end = next((i for i in range(finding.line, len(lines)) if lines[i].strip() == mark), None)
-    if end is None:
-        return False
+    mark, end = lines[finding.line - 1].strip(), block.node.end_point[0]  # end: the closing line, 0-based
     inside = "\n".join(lines[finding.line:end])
     # bash expands a double-quoted block: a command substitution runs, ${X:?} exits, ${X:=v} sets X, and a `"`
     # ends the string early; a single-quoted one only ends early at a `'`
@@ -312,7 +310,6 @@ def _block_facts(script, lines: list[str]) -> dict:
     bare `exit` (`exit` alone or `exit $?` passes the block's 127 on), whether errexit or nounset is ever on, and the
     #SBATCH lines."""
     def build() -> dict:
-        from validator.model import interpreter_flags
         from validator.rules.base import errexit_anywhere, set_effect
         last = -1
         for at, line in enumerate(lines):
@@ -325,7 +322,7 @@ def _block_facts(script, lines: list[str]) -> dict:
         written = shell.text_lines() if shell is not None else set()
         ignored = [d.line for d in script.parsed.ignored_directives if d.line not in written]
         nounset = shell is not None and any("u" in set_effect(c).on for c in shell.named("set")) \
-            or "u" in interpreter_flags(lines[0] if lines else "")
+            or "u" in getattr(script, "interpreter_flags", set())
         return {"last_work": last, "stops": errexit_anywhere(script), "nounset": nounset,
                 "ignored": ignored}
     shell = getattr(script, "shell", None)

@@ -1322,6 +1322,27 @@ def ending_kill(command) -> bool:
     return all(signal_name(sig) in ENDING_SIGNALS for sig in signals)
 
 
+_DUMPS_VARIABLES = re.compile(r"(?<![\w-])(?:declare|typeset)[ \t]+-[A-Za-z]*p")  # one line ([ \t]): linear
+
+
+def reads_unseen(script) -> bool:
+    """Something in the script may read a variable it does not spell out: allexport (`set -a`, `-o allexport`, a
+    shebang's -a: every assignment reaches every program), an indirect `${!name}`, eval, a sourced file, or a command
+    that prints every variable (`declare -p > vars.env`, a bare `set`, compgen: a review's probes). One answer for
+    launch-unset-variable, launch-script-path and launch-per-task-variable, read once per script."""
+    shell = script.shell
+
+    def find() -> bool:
+        text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
+        flags = set(script.interpreter_flags)
+        for command in shell.named("set"):
+            flags |= set_effect(command).on  # letters, -o allexport included
+        dumps = _DUMPS_VARIABLES.search(text) is not None or any(not c.args for c in shell.named("set")) \
+            or bool(shell.named("compgen"))
+        return "a" in flags or "${!" in text or bool(shell.named("eval", "source", ".")) or dumps
+    return shell.once("reads unseen", find)
+
+
 def in_function(node) -> bool:
     """The node is inside a function's body (it runs only when the function is called)."""
     return enclosing(node, ("function_definition",)) is not None

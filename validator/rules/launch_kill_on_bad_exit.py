@@ -57,7 +57,7 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP,
+from validator.rules.base import (ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP,
                                   WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, command_string,
                                   ending_kill, endless_loop, exclusive_nodes, exported_function_commands, in_function,
                                   interactive_server, one_host, payload_text, program_base_name,
@@ -65,7 +65,7 @@ from validator.rules.base import (GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS
                                   statement_of)
 from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
 from validator.sbatch import SLURM_TIME, TEMPLATE, VALUE_TOKEN, before
-from validator.shell import Word
+from validator.shell import WRAPPER_VALUED, Word
 
 ID = "launch-kill-on-bad-exit"
 SEVERITY = "error"
@@ -854,11 +854,9 @@ def _ends_after_first_exit(shell, own) -> bool:
 
 
 
-# The signals on which srun ends its step itself, forwarding SIGKILL to the tasks: TERM, HUP and QUIT (srun.1,
-# SIGNALS AND ESCAPE SEQUENCES, "Forwarded as SIGKILL"; _forward_signal in src/srun/signals.c at slurm-26-05-1-1).
-# Not KILL: srun dies without ending the step (a review's probe: slurmstepd only marks a lost client's I/O at EOF),
-# nor one INT (it prints the tasks' status), STOP or USR1.
-_STEP_ENDING = {"TERM", "HUP", "QUIT"}
+# The signals on which srun ends its step itself, forwarding SIGKILL to the tasks: base.ENDING_SIGNALS less KILL,
+# which ends srun but not its step (a review's probe: slurmstepd only marks a lost client's I/O at EOF)
+_STEP_ENDING = ENDING_SIGNALS - {"KILL"}
 
 
 def _under_timeout(shell, command, parsed) -> bool:
@@ -886,7 +884,7 @@ def _under_timeout(shell, command, parsed) -> bool:
         signal, duration, j = "TERM", None, i + 1
         while j < at and duration is None:
             word = texts[j]
-            if word in ("-s", "--signal", "-k", "--kill-after"):
+            if word in WRAPPER_VALUED["timeout"]:  # the options that take the next word, as shell.unwrap reads them
                 signal = texts[j + 1] if word in ("-s", "--signal") and j + 1 < at else signal
                 j += 2
             elif word.startswith("--signal="):

@@ -57,7 +57,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, bad_batch, declared_names, enclosing,
                                   exported_functions, gres_gpus, is_batch_script, launcher_commands, read_beyond_parse,
-                                  srun_option)
+                                  reads_unseen, srun_option)
 from validator.rules.srun import TASK_OPTIONS, own_options
 ID = "launch-per-task-variable"
 SEVERITY = "error"
@@ -190,17 +190,19 @@ def _in_exported_function(node, exported: set) -> bool:
 def _part_of_unread(script, expansion, exported: set) -> bool:
     """The expansion is part of the value of a variable (`prof="rank_${SLURM_PROCID}.prof"`) that nothing in the file
     can read: not exported or declared, never expanded, no bare name of it in arithmetic (`$(( offset * 7 ))` reads
-    `offset`), and no `source`, `.`, `eval` or `${!...}` that could read it unseen (a review's probes)."""
+    `offset`), and nothing that reads names unseen (base.reads_unseen: allexport, `source`, eval, `${!...}`, a dump of
+    every variable; a review's probes)."""
     name = _enclosing_assignment(expansion.node)
     if name is None or name in exported:
         return False
-    facts = script.shell.once("per-task: readers", lambda: _readers(script.shell, script.parsed.lines))
-    return not facts["blind"] and name not in facts["read"]
+    if reads_unseen(script):
+        return False
+    return name not in script.shell.once("per-task: readers", lambda: _readers(script.shell, script.parsed.lines))
 
 
-def _readers(shell, lines) -> dict:
-    """Read once per script: the names expanded or named bare inside arithmetic, and whether a sourced file, an eval
-    or an indirect `${!name}` may read others unseen."""
+def _readers(shell, lines) -> set:
+    """The names the script reads, read once: expanded, named bare inside arithmetic, or declared (a program the job
+    runs may read those)."""
     read = {e.name for e in shell.expansions}
     stack = [shell.root] if shell.root is not None else []
     while stack:
@@ -208,10 +210,7 @@ def _readers(shell, lines) -> dict:
         if node.type == "variable_name" and node.parent is not None and node.parent.type != "variable_assignment":
             read.add(node.text.decode("utf-8", "replace"))  # `(( offset * 7 ))`, `$(( n + 1 ))`: a bare name read
         stack.extend(node.children)
-    text = shell.root.text if shell.root is not None else b""
-    declared = declared_names(shell, lines)  # None: `set -a` exports every variable
-    read |= declared or set()
-    return {"read": read, "blind": bool(shell.named("source", ".", "eval")) or b"${!" in text or declared is None}
+    return read | (declared_names(shell, lines) or set())
 
 
 def _assigned_to(node) -> str | None:

@@ -30,7 +30,7 @@ profile) keep every use reported.
 import re
 
 from validator.rules.base import (GOOD_BATCH, JOB_ONLY_VARIABLES, bad_batch, declared_names, enclosing,
-                                  enclosing_command, enclosing_command_name, is_batch_script, node_key)
+                                  enclosing_command, enclosing_command_name, is_batch_script, node_key, reads_unseen)
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -280,16 +280,15 @@ def _derived_fallback(expansions, targets: set) -> set:
 
 
 
-def _unread(shell, lines, expansions, targets: set) -> set:
+def _unread(script, expansions, targets: set) -> set:
     """Holders of the script's folder that nothing reads: expanded only into other such holders or by echo and
     printf or as the default of `${SLURM_SUBMIT_DIR:-...}` (set in every batch job), not exported (a program the job
     runs could read it), no `set -a`: the spool path goes nowhere (round fifty-eight: a DIR taken from BASH_SOURCE in
     a job that never uses it)."""
-    declared = declared_names(shell, lines)
-    if declared is None:
-        return set()  # set -a / set -o allexport: every assignment is exported
-    if shell.named("source", ".") or any("${!" in line for line in lines):
-        return set()  # a sourced file, or an indirect ${!name}, may read it
+    shell = script.shell
+    declared = declared_names(shell, script.parsed.lines)
+    if declared is None or reads_unseen(script):
+        return set()  # allexport, a sourced file, eval, an indirect ${!name} or a dump of every variable may read it
     exported = {a.name for a in shell.assignments if a.exported}
     # what each holder flows into (`BASEDIR=${BASEDIR:-${FWDIR}}`: FWDIR into BASEDIR), and which names a command
     # other than echo or printf reads: a used name makes the names that flow into it used (round 481's FWDIR and
@@ -339,7 +338,7 @@ def _folder_unread(script, expansions, targets: set) -> set:
                   and not (enclosing_command_name(e.node) in ("echo", "printf") and _output_used(e.node))):
             plain.add(e.name)  # another use of the path: a sibling's name, an edit (`echo "$ME" | sed`), a test
     wanted = {name for names in folders.values() for name in names if name is not None}
-    unread = _unread(script.shell, script.parsed.lines, expansions, wanted) if wanted else set()
+    unread = _unread(script, expansions, wanted) if wanted else set()
     return {name for name, names in folders.items()
             if name not in plain and None not in names and names <= unread}
 
@@ -394,7 +393,7 @@ def check(target):
                 if e.name in targets and _spool_test(e.node)
                 and (_guarded(e.node, submit, set()) or _listed_with_submit(e.node))}
     if not target.strict:
-        fallback |= _derived_fallback(expansions, targets) | _unread(script.shell, script.parsed.lines, expansions, targets) \
+        fallback |= _derived_fallback(expansions, targets) | _unread(script, expansions, targets) \
             | _command_fallback(script.shell, targets) | _folder_unread(script, expansions, targets)
     for expansion in paths:
         if expansion.node is not None and (_guarded(expansion.node, submit, in_slurm) or _submit_default(expansion.node)

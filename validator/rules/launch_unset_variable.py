@@ -46,8 +46,8 @@ from collections import Counter
 import re
 from functools import lru_cache
 
-from validator.rules.base import (CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, set_effect, set_names,
-                                  sourced)
+from validator.rules.base import (CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, reads_unseen, set_effect,
+                                  set_names, sourced)
 from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
@@ -203,21 +203,14 @@ _ENVIRONMENT = re.compile(r"^(LD_|CUDA_|OMP_|MKL_|KMP_|NCCL_|SLURM_|SBATCH_|SRUN
                           r"PYTHON|CONDA|LC_|HF_|TORCH|WANDB_|XDG_|TF_|XLA_|JAX_|NVIDIA_|ROCR_|HIP_|GPU_|OMPI_)|PATH$")
 
 
-_DUMPS_VARIABLES = re.compile(r"(?<![\w-])(?:declare|typeset)[ \t]+-[A-Za-z]*p")  # one line ([ \t]): linear
-
-
 def _closed_world(target, text: str) -> bool:
-    """Nothing in the script reads names it does not spell out: no nounset, no allexport, no `${!...}`, eval or
-    sourced file, nothing that prints every variable (`declare -p`, a bare `set`, compgen)."""
+    """Nothing in the script reads names it does not spell out (base.reads_unseen), and no nounset (bash stops at the
+    unset expansion itself)."""
     script = target.script
-    shell = script.shell
     flags = set(script.interpreter_flags)
-    for command in shell.named("set"):
-        flags |= set_effect(command).on  # letters, -o nounset and -o allexport included
-    # `declare -p > vars.env`, `set | grep '^MODEL_'`, `compgen -v`: they read every variable (a review's probes)
-    dumps = _DUMPS_VARIABLES.search(text) is not None or any(not c.args for c in shell.named("set")) \
-        or bool(shell.named("compgen"))
-    return not flags & {"u", "a"} and "${!" not in text and not shell.named("eval", "source", ".") and not dumps
+    for command in script.shell.named("set"):
+        flags |= set_effect(command).on  # letters and -o nounset included
+    return "u" not in flags and not reads_unseen(script)
 
 
 def _in_arithmetic(node) -> bool:

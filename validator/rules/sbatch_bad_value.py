@@ -12,8 +12,9 @@ script is the one to validate). So are bare capitalised tokens (or %NAME marks) 
 (`--nodes=NODES`, `--time=WTIME`), two or more in a file, or one that the file's own name holds
 (`--cpus-per-task=XX` in time_XX.sh) or in a file whose name says it is a template (`--ntasks=NPROCS` in
 job_template.ksh), or one beside capitalised words in the job's name, log paths or other counts (`--mem=MEMORY`
-with `--job-name=JOB_NAME`, `--output=JOB_OUT/log.txt`): a generator's sed fills them in. Three or more values left blank after '=' make a form the
-user fills in: said once, as a template's placeholders are (_blank_form_lines). So are
+with `--job-name=JOB_NAME`, `--output=JOB_OUT/log.txt`): a generator's sed fills them in. Three or more values
+left blank after '=' make a form the user fills in: said once, as a template's placeholders are
+(_blank_form_lines). So are
 variables where counts, sizes or times belong, two or more different ones in a file (`--ntasks
 ${job_np}`, `--time ${job_time}`; `--ntasks=$1`, `--nodes=$2`): a driver fills them before sbatch
 (Python's string.Template, a sed over $1..$N), and every variable directive of such a file is left
@@ -297,15 +298,18 @@ def mailed_anyway(event: str, release: str | None) -> set:
     return set()
 
 
-# PBS's word for a failed job: sbatch itself translates a #PBS `-m a` ("abort") into FAIL (_xlate_pbs_mail_type in
-# src/sbatch/xlate.c at slurm-22-05-0-1 and slurm-26-05-1-1); `--mail-type=BEGIN,END,ABORT` (round 486) meant FAIL
-_PBS_WORDS = {"ABORT": "FAIL", "TIMEOUT": "TIME_LIMIT", "TIME_OUT": "TIME_LIMIT"}  # and the job state's own name
+# Other names of an event: PBS's word for a failed job, which sbatch itself translates from a #PBS `-m a` ("abort")
+# into FAIL (_xlate_pbs_mail_type in src/sbatch/xlate.c at slurm-22-05-0-1 and slurm-26-05-1-1;
+# `--mail-type=BEGIN,END,ABORT`, round 486, meant FAIL), and the job state's name for a time limit reached (TIMEOUT:
+# round 519's `--mail-type=end,fail,timeout` meant TIME_LIMIT)
+_EVENT_ALIASES = {"ABORT": "FAIL", "TIMEOUT": "TIME_LIMIT", "TIME_OUT": "TIME_LIMIT"}
 
 
 def _lost(word: str, kept: list[str], release: str | None) -> bool:
     """A skipped --mail-type word whose mail does not come: not a misspelling (one edit or so, difflib
-    ratio 0.75 or more) of an event that a kept one mails anyway, nor PBS's name of one (ABORT for FAIL)."""
-    meant = [_PBS_WORDS[word.upper()]] if word.upper() in _PBS_WORDS else \
+    ratio 0.75 or more) of an event that a kept one mails anyway, nor another name of one (_EVENT_ALIASES: ABORT
+    for FAIL)."""
+    meant = [_EVENT_ALIASES[word.upper()]] if word.upper() in _EVENT_ALIASES else \
         difflib.get_close_matches(word.upper(), sorted(MAIL_EVENTS), n=1, cutoff=0.75)
     return not (meant and any(meant[0] in mailed_anyway(event, release) for event in kept))
 
