@@ -30,7 +30,7 @@ profile) keep every use reported.
 import re
 
 from validator.rules.base import (GOOD_BATCH, JOB_ONLY_VARIABLES, bad_batch, declared_names, enclosing,
-                                  enclosing_command, enclosing_command_name, is_batch_script, node_key, reads_unseen)
+                                  enclosing_command, enclosing_command_name, is_batch_script, node_key)
 ID = "launch-script-path"
 SEVERITY = "error"
 SCOPE = "script"
@@ -287,8 +287,12 @@ def _unread(script, expansions, targets: set) -> set:
     a job that never uses it)."""
     shell = script.shell
     declared = declared_names(shell, script.parsed.lines)
-    if declared is None or reads_unseen(script):
-        return set()  # allexport, a sourced file, eval, an indirect ${!name} or a dump of every variable may read it
+    if declared is None:
+        return set()  # set -a / set -o allexport: every assignment is exported
+    if shell.named("source", ".") or any("${!" in line for line in script.parsed.lines):
+        return set()  # a sourced file, or an indirect ${!name}, may read it (not base.reads_unseen, whose eval
+        # clause brought back round 481's judged-false `eval $finalScript` job: an eval of text the file builds
+        # reads what that text names, and those reads are the file's own expansions)
     exported = {a.name for a in shell.assignments if a.exported}
     # what each holder flows into (`BASEDIR=${BASEDIR:-${FWDIR}}`: FWDIR into BASEDIR), and which names a command
     # other than echo or printf reads: a used name makes the names that flow into it used (round 481's FWDIR and
