@@ -31,6 +31,14 @@ strong-scaling runs in the foreground and a second `wait` in the `else` arm); no
 a loop or a function, which may take the other arm on an earlier turn or call. Nor, without errexit, a wait
 right after the one background run it collects (`python run.py &` then `wait`: a foreground run written long-hand)
 in a script that ends with its own `exit 0`: the job's state is that 0 either way (rounds 501 and 514).
+More generally, the default profile reports a bare wait only where its status counts (_status_unheeded): it is
+the job's last command (bash(1): a script's status is that of the last command it ran), errexit or an ERR trap
+is on, the statement after it reads `$?`, or it is a condition or part of a list; or a background step is a
+server the wait may hold until the time limit. Where another command runs after it and reads nothing of it
+(`wait` then `echo done`), `wait "$pid"` would lose the same status: the job's state is that later command's
+(rounds 472, 480 and 530; judges of read rounds called 22 such findings false and 15 true, the true ones for a
+job that ends COMPLETED whatever its steps did, which is the later command's doing). The strict profile keeps
+them: our presets want every failure to reach the job's state.
 """
 import bisect
 import re
@@ -371,6 +379,58 @@ def _foreground_pair(shell, node, placed: list[int]) -> bool:
     return False
 
 
+# A background program that serves others until it is stopped, by its name (`./server`, `redis-server`, `vllm serve`,
+# i-PI and ipyparallel's controller and engines, a script that starts a cluster): a bare wait may hold it until the
+# time limit, whatever reads the wait's status (round 465's i-PI server and its LAMMPS clients)
+_SERVER = re.compile(r"(?i)(^|[\s/])(([\w.-]*[-_.])?server|serve|i-pi|ipcontroller|ipengine|ipcluster|start[-_]?cluster)"
+                     r"(\.\w+)?(\s|$)")
+
+
+# Where a statement's status is read by what encloses it: a condition, a list, a pipeline, a negation, a subshell
+_READS_STATUS = ("list", "pipeline", "negated_command", "subshell", "command_substitution", "process_substitution")
+_CONDITION_OF = {"if_statement": "then", "elif_clause": "then", "while_statement": "do_group"}
+_STATEMENT_BLOCKS = ("program", "do_group", "compound_statement", "if_statement", "elif_clause", "else_clause",
+                     "case_item")
+
+
+def _status_unheeded(node) -> bool:
+    """Nothing reads the bare wait's status, so `wait "$pid"` would read the same nothing (round 530's UQ_NAMD, round
+    480's FFT benchmarks, round 472's dandelion filters: a wait that only lets the work end before the job goes on):
+    the job's state is its last command's (bash(1): a script's status is that of the last command it ran; a
+    compound command's, that of the last command of its body), and the wait is not that command: another statement
+    runs after it at its own level or at a level around it, and that statement does not read `$?` (`rc=$?`,
+    `exit` or `return` alone, which pass the wait's status on). Nor is the wait a condition, a part of a list,
+    pipeline or negation, or in a subshell or a function (its status is the function's: the caller may read it).
+    The caller has ruled out errexit, an ERR trap and a server step (a bare wait may hold a server until the time
+    limit, whatever reads its status). A wait that is the job's last command keeps its finding: its 0 is the
+    job's state."""
+    child = node
+    while child.parent is not None:
+        parent = child.parent
+        if parent.type in _READS_STATUS or parent.type == "function_definition":
+            return False
+        marker = _CONDITION_OF.get(parent.type)
+        if marker is not None and any(c.type == marker and c.start_byte >= child.end_byte for c in parent.children):
+            return False  # `if wait; then`, `while wait; do`: the condition reads it
+        if parent.type not in _STATEMENT_BLOCKS:
+            child = parent  # a wrapper of the statement (`wait 2>/dev/null`)
+            continue
+        after = child.next_named_sibling
+        while after is not None and after.type in ("comment", "elif_clause", "else_clause"):
+            after = after.next_named_sibling
+        if after is not None:
+            text = after.text.decode("utf-8", "replace")
+            return not (re.search(r"\$\?|\$\{\?\}|PIPESTATUS", text)
+                        or re.fullmatch(r"(exit|return)\s*;?", text.strip()))
+        if parent.type == "program":
+            return False  # the job's last command: its 0 is the job's state
+        # the block ends with it: its status is the enclosing statement's (a loop, an if, a case, a { } group)
+        child = parent.parent if parent.type in ("do_group", "elif_clause", "else_clause", "case_item") else parent
+        if child is None:
+            return False
+    return False
+
+
 def _started_in_subshell(node, lastpipe: bool, waits_inside: dict) -> bool:
     """The command's background job belongs to a subshell, not to the batch shell: the `&` stands inside a part of a
     pipeline (`cat list | while read l; do srun ... & done`: bash runs each part in a subshell; with `shopt -s
@@ -441,6 +501,13 @@ def check(target):
     busy_calls = _busy_calls(shell, background)
     previous = -1  # the last bare wait that surely ran: it collected what started before it
     errexit = errexit_anywhere(target.script)
+    # the wait's own status may go unread only where no errexit, no ERR trap and no server step can make it count
+    # (the strict profile, our presets', keeps it: there every failure is to reach the job's state)
+    err_trap = any("ERR" in (a.value or a.raw) for c in shell.named("trap") for a in c.args)
+    unheeded = not target.strict and not errexit and not err_trap \
+        and not any(runs_service(shell, c) or interactive_server(c) for c in background) \
+        and not any(backgrounded(c) and _SERVER.search(c.node.text.decode("utf-8", "replace"))
+                    for c in shell.commands if c.node is not None)
     body_waits = _body_waits(shell)
     arms: dict = {}  # the arms of each if/case statement, found once
     for command in shell.named("wait"):
@@ -468,7 +535,8 @@ def check(target):
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
         if started and not checked and not (pair_possible and errexit is False
-                                            and _foreground_pair(shell, command.node, placed)):
+                                            and _foreground_pair(shell, command.node, placed)) \
+                and not (unheeded and _status_unheeded(command.node)):
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

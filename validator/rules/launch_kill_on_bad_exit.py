@@ -28,7 +28,9 @@ nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray noti
 task-farm workers (ipengine, dask-worker, HyperQueue's `hq worker`: the controller hands a dead worker's
 work to the others).
 Nor has a step of `torchrun --standalone` (each task its own rendezvous: run() in
-torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
+torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id) or of torchrun
+with no --nnodes above 1 and the static rendezvous (each agent hosts its own at master_addr:master_port,
+get_rdzv_endpoint at v2.13.0: a world per task; _standalone_torchrun), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
 inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
 task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
 job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
@@ -716,13 +718,45 @@ def _container_shell_per_node(shell, command, program) -> bool:
     return payload is not None and all(_per_node(shell, c) for c in payload.commands)
 
 
-def _standalone_torchrun(command, program, name) -> bool:
-    """`torchrun --standalone` (or python -m torch.distributed.run --standalone): every task forms its
-    own rendezvous (torch 2.13.0 torch/distributed/run.py run(): c10d on localhost:0 with a fresh
-    uuid as rdzv id), so the tasks of the step never talk to each other."""
+# torchrun's options that take no value (get_args_parser in torch/distributed/run.py at v2.13.0), and those that join
+# the agents of several nodes into one rendezvous
+_TORCHRUN_FLAGS = {"--standalone", "--no-python", "--no_python", "-m", "--module", "--run-path", "--run_path",
+                   "--use-env", "--use_env"}
+_TORCHRUN_JOIN_ENV = {"PET_NNODES", "PET_RDZV_BACKEND"}
+
+
+def _standalone_torchrun(shell, command, program) -> bool:
+    """torchrun (or `python -m torch.distributed.run|launch`), as the step's program or in its container, whose agents
+    never meet: with `--standalone` every task forms its own rendezvous (torch 2.13.0 torch/distributed/run.py run():
+    c10d on localhost:0 with a fresh uuid as rdzv id); with no --nnodes other than 1 and no --rdzv-backend other than
+    static, nor their PET_NNODES and PET_RDZV_BACKEND in the script (argparse_util.env), each agent is a world of one
+    node: --nnodes defaults to 1:1 and the backend to static, whose agent of node rank 0 hosts its own store at
+    get_rdzv_endpoint's master_addr:master_port (127.0.0.1:29500 unless given; run.py at v2.13.0) and waits for no
+    other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun torchrun --nproc_per_node=4 main.py`
+    on two nodes, or four such tasks on one node with --master_addr, where all but one fail at once on the port;
+    the missing --nnodes is launch-node-count's finding there). A c10d or etcd backend joins the agents at its
+    endpoint even for one node (a late agent waits for the next round): kept."""
     words = [a.value or a.raw for a in program_words(command, program, with_program=True)]
-    launcher = name == "torchrun" or "torch.distributed.run" in words[:4]
-    return launcher and "--standalone" in words
+    start = next((i + 1 for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "torchrun"
+                  or w in ("torch.distributed.run", "torch.distributed.launch") and i and words[i - 1] == "-m"), None)
+    if start is None:
+        return False
+    options, i = {}, start
+    while i < len(words) and (words[i].startswith("-") or "$" in words[i] or "`" in words[i]):
+        if not words[i].startswith("-"):
+            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`: options the text does not show
+        name, has_value, value = words[i].partition("=")
+        if not has_value and name not in _TORCHRUN_FLAGS:
+            value = words[i + 1] if i + 1 < len(words) else ""
+            i += 1
+        options[name] = value
+        i += 1
+    if "--standalone" in options:
+        return True
+    backend = options.get("--rdzv-backend", options.get("--rdzv_backend", "static"))
+    if options.get("--nnodes", "1") not in ("1", "1:1") or backend != "static":
+        return False
+    return not any(a.name in _TORCHRUN_JOIN_ENV for a in shell.assignments)
 
 
 def _farm_worker(command, program, name: str) -> bool:
@@ -775,7 +809,7 @@ def _independent(shell, command) -> bool:
         return True
     if name in _RUNTIMES and _container_shell_per_node(shell, command, program):
         return True
-    if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
+    if program is not None and (_standalone_torchrun(shell, command, program) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
         return True
     text = " ".join(a.raw for a in command.args)

@@ -32,7 +32,9 @@ shell.bash hook)"`), a file it sources through a variable (`. $sizefile`), or a 
 it sources and that is not there to read; and
 there a near-miss of an array element (`${MODELS[$CODE]}`) is not reported (round three hundred and sixty-three:
 MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
-DEFAULT_MODEL); a plain `$NNODE` for NNODES still is. Nor a near-miss whose own assignment the script keeps
+DEFAULT_MODEL); a plain `$NNODE` for NNODES still is, but not one read before its near name is set anywhere
+above (round 529's `source ./Panel_config.sh; echo $FASTQ_DIR`, FASTQC_DIR set lower down: the near name would be
+empty there too, so the read is of a name of its own, which the file not there to read may set). Nor a near-miss whose own assignment the script keeps
 commented out (`#TSTATE_ARGS=...`) and expands as a whole unquoted argument, not an option's value: a switch left
 off, its words vanish (WESTPA's template). Nor a name whose value is assigned to its near name
 (`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose; also through arithmetic,
@@ -310,6 +312,12 @@ def check(target):
             close = _near_miss(name, index, other_than=receiver)
             if not close:
                 continue
+        if close and unseen and not any(a.node is not None and a.node.end_byte <= expansion.node.start_byte
+                                        for a in shell.assigned(close[0])):
+            # read before its near name is set anywhere, where a file not there to read may set names (round 529's
+            # `source ./Panel_config.sh` then `echo $FASTQ_DIR`, FASTQC_DIR set below): a name of its own
+            reported.add(name)
+            continue
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
             assigned = shell.assigned(close[0])
