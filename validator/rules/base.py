@@ -1096,7 +1096,10 @@ def statement_of(node):
 # (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`): its name
 # as a word of its own or the first word of a command string, or python's -m module; not the value
 # of an option (`--report_to tensorboard` is a training that logs for TensorBoard).
-INTERACTIVE_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server"}
+# RStudio Server's `rserver` too (rocker's Slurm recipe: `singularity exec ... rserver --www-port ${PORT}`, ended by
+# scancel; rounds 463, 482 and 496)
+INTERACTIVE_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server",
+                       "rserver"}
 _SERVER_MODULES = INTERACTIVE_SERVERS | {"notebook", "tensorboard.main"}
 
 
@@ -1106,6 +1109,8 @@ def interactive_server(command) -> bool:
     words = [(a.value if a.value is not None else a.raw).strip("\"'") for a in command.args]
     for i, word in enumerate(words):
         first = word.split(None, 1)[0] if word.split() else ""
+        if "/bin/" in first:  # a program by its path (`/usr/lib/rstudio-server/bin/rserver`), not a folder's name
+            first = first.rsplit("/", 1)[-1]
         before = words[i - 1] if i else ""
         if before == "-m" and first in _SERVER_MODULES:
             return True
