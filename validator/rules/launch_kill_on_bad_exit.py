@@ -139,7 +139,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # the variable alone: `-n $((8 * SLURM_NNODES))` is eight tasks a node (round sixty-six's kharma job)
         per_node_count = _NODE_COUNT_VARIABLE.match(count.raw) or _NODE_COUNT_NAME.search(count.raw)
         job_count = _JOB_TASKS.search(count.raw) is not None and _job_tasks(asked) == 1
-        return count.value == "1" or job_count or bool(per_node_count) and _one_node(parsed, asked, strict)
+        return count.value == "1" or _literal_one(shell, count.raw) or job_count \
+            or bool(per_node_count) and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -161,6 +162,13 @@ def _one_task(shell, parsed, command, strict) -> bool:
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+def _literal_one(shell, raw: str) -> bool:
+    """`-n${NNODE}` where every value the file gives NNODE is the literal 1 (round 538's video-mamba-suite job:
+    `NNODE=1`, then `srun -n${NNODE}`), read from the same literal values as timeout's durations."""
+    found = re.fullmatch(r"\"?\$\{?([A-Za-z_]\w*)\}?\"?", raw)
+    return found is not None and _literal_values(shell).get(found.group(1)) == ["1"]
 
 
 def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
@@ -718,45 +726,55 @@ def _container_shell_per_node(shell, command, program) -> bool:
     return payload is not None and all(_per_node(shell, c) for c in payload.commands)
 
 
-# torchrun's options that take no value (get_args_parser in torch/distributed/run.py at v2.13.0), and those that join
-# the agents of several nodes into one rendezvous
-_TORCHRUN_FLAGS = {"--standalone", "--no-python", "--no_python", "-m", "--module", "--run-path", "--run_path",
-                   "--use-env", "--use_env"}
-_TORCHRUN_JOIN_ENV = {"PET_NNODES", "PET_RDZV_BACKEND"}
+# torchrun's options that select its rendezvous, by the prefixes argparse takes for them (allow_abbrev: `--nnode`,
+# `--rdzv-back`; get_args_parser in torch/distributed/run.py at v2.13.0)
+_NNODES = ("--nnodes",)
+_RDZV_BACKEND = ("--rdzv-backend", "--rdzv_backend")
 
 
 def _standalone_torchrun(shell, command, program) -> bool:
     """torchrun (or `python -m torch.distributed.run|launch`), as the step's program or in its container, whose agents
     never meet: with `--standalone` every task forms its own rendezvous (torch 2.13.0 torch/distributed/run.py run():
     c10d on localhost:0 with a fresh uuid as rdzv id); with no --nnodes other than 1 and no --rdzv-backend other than
-    static, nor their PET_NNODES and PET_RDZV_BACKEND in the script (argparse_util.env), each agent is a world of one
-    node: --nnodes defaults to 1:1 and the backend to static, whose agent of node rank 0 hosts its own store at
-    get_rdzv_endpoint's master_addr:master_port (127.0.0.1:29500 unless given; run.py at v2.13.0) and waits for no
-    other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun torchrun --nproc_per_node=4 main.py`
-    on two nodes, or four such tasks on one node with --master_addr, where all but one fail at once on the port;
-    the missing --nnodes is launch-node-count's finding there). A c10d or etcd backend joins the agents at its
-    endpoint even for one node (a late agent waits for the next round): kept."""
+    static, each agent is a world of one node: --nnodes defaults to 1:1 and the backend to static, whose agent of node
+    rank 0 hosts its own store at get_rdzv_endpoint's master_addr:master_port (127.0.0.1:29500 unless given; run.py
+    at v2.13.0) and waits for no other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun
+    torchrun --nproc_per_node=4 main.py` on two nodes, or four such tasks on one node with --master_addr, where all
+    but one fail at once on the port; the missing --nnodes is launch-node-count's finding there). A c10d or etcd
+    backend joins the agents at its endpoint even for one node (a late agent waits for the next round): kept. So is a
+    step whose options the text does not show: a bare expansion where an option may stand (`torchrun $ARGS t.py`),
+    any mention of torchrun's PET_ variables in the file (argparse_util.env reads PET_NNODES, PET_RDZV_BACKEND: an
+    assignment, `srun --export=...,PET_NNODES=2`, a command's own `PET_NNODES=2 srun ...`), or a sourced file, which
+    may set them. Every word after torchrun is read, the program's own arguments too (a `--nnodes` there keeps the
+    finding: the safe side), by the prefixes argparse accepts."""
     words = [a.value or a.raw for a in program_words(command, program, with_program=True)]
     start = next((i + 1 for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "torchrun"
                   or w in ("torch.distributed.run", "torch.distributed.launch") and i and words[i - 1] == "-m"), None)
-    if start is None:
+    if start is None or shell.once("torchrun settings unseen", lambda: _torchrun_settings_unseen(shell)):
         return False
-    options, i = {}, start
-    while i < len(words) and (words[i].startswith("-") or "$" in words[i] or "`" in words[i]):
-        if not words[i].startswith("-"):
-            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`: options the text does not show
-        name, has_value, value = words[i].partition("=")
-        if not has_value and name not in _TORCHRUN_FLAGS:
-            value = words[i + 1] if i + 1 < len(words) else ""
-            i += 1
-        options[name] = value
-        i += 1
-    if "--standalone" in options:
+    if "--standalone" in words[start:]:
         return True
-    backend = options.get("--rdzv-backend", options.get("--rdzv_backend", "static"))
-    if options.get("--nnodes", "1") not in ("1", "1:1") or backend != "static":
-        return False
-    return not any(a.name in _TORCHRUN_JOIN_ENV for a in shell.assignments)
+    for i in range(start, len(words)):
+        word = words[i]
+        if re.fullmatch(r"\"?\$\{?\w+\}?\"?|\"?\$\{?\w+\[@\]\}\"?", word) and not (
+                words[i - 1].startswith("-") and "=" not in words[i - 1]):
+            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`: options the text does not show
+        if not word.startswith("--"):
+            continue
+        name, has_value, value = word.partition("=")
+        if not has_value:
+            value = words[i + 1] if i + 1 < len(words) else ""
+        if len(name) >= 4 and any(n.startswith(name) for n in _NNODES) and value not in ("1", "1:1"):
+            return False
+        if len(name) >= 8 and any(n.startswith(name) for n in _RDZV_BACKEND) and value != "static":
+            return False
+    return True
+
+
+def _torchrun_settings_unseen(shell) -> bool:
+    """The file mentions torchrun's PET_ variables anywhere, or sources a file (which may set them)."""
+    text = shell.root.text if shell.root is not None else b""
+    return b"PET_" in text or bool(shell.named("source", "."))
 
 
 def _farm_worker(command, program, name: str) -> bool:
