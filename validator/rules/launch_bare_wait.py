@@ -36,7 +36,7 @@ the job's last command (bash(1): a script's status is that of the last command i
 is on, the statement after it reads `$?`, or it is a condition or part of a list; or a background step is a
 server the wait may hold until the time limit. Where another command runs after it and reads nothing of it
 (`wait` then `echo done`), `wait "$pid"` would lose the same status: the job's state is that later command's
-(rounds 472, 480 and 530; judges of read rounds called 22 such findings false and 15 true, the true ones for a
+(rounds 472, 480 and 530; judges of read rounds called 22 such findings false and 12 true, the true ones for a
 job that ends COMPLETED whatever its steps did, which is the later command's doing). The strict profile keeps
 them: our presets want every failure to reach the job's state.
 """
