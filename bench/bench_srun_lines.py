@@ -107,6 +107,13 @@ def shapes() -> dict[str, str]:
                 f"  srun -n1 ./s{i} \"$l\" &\n" for i in range(LINES)) + "done\nwait\n",
             "unread-per-task": HEAD + "".join(f"p{i}=\"rank_${{SLURM_PROCID}}.{i}\"\n" for i in range(LINES // 2))
             + "srun -K1 hostname\n",
+            # 5,000 `srun ... &` / `wait` pairs without errexit and a wait followed by 20,000 comment lines
+            # (launch-bare-wait lists each block's statements once: 14.9 s and 1.1 s at 397ba02, which walked sibling by
+            # sibling; a review's 100,000 comment lines took 21 s there)
+            "wait-pairs": HEAD.replace("set -euo pipefail\n", "") + "".join(
+                f"srun -n1 ./s{i} &\nwait\n" for i in range(LINES // 2)) + "echo done\n",
+            "wait-then-comments": HEAD.replace("set -euo pipefail\n", "") + "srun -n2 ./s &\nwait\n"
+            + "# a note\n" * (2 * LINES) + "echo done\n",
             # 10,000 misspelt directives before the first command (sbatch-lookalike's one-edit test per line)
             "misspelt-directives": "#!/bin/bash\n" + "".join(f"#SBACTH --job-name=j{i}\n" for i in range(LINES))
             + "srun -K1 hostname\n"}

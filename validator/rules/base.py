@@ -1096,7 +1096,10 @@ def statement_of(node):
 # (round two's ULHPC Jupyter job: `singularity run ... "jupyter notebook ..." &` then `wait`): its name
 # as a word of its own or the first word of a command string, or python's -m module; not the value
 # of an option (`--report_to tensorboard` is a training that logs for TensorBoard).
-INTERACTIVE_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server"}
+# RStudio Server's `rserver` too (rocker's Slurm recipe: `singularity exec ... rserver --www-port ${PORT}`, ended by
+# scancel; rounds 463, 482 and 496)
+INTERACTIVE_SERVERS = {"jupyter", "jupyter-lab", "jupyter-notebook", "jupyterlab", "tensorboard", "code-server",
+                       "rserver"}
 _SERVER_MODULES = INTERACTIVE_SERVERS | {"notebook", "tensorboard.main"}
 
 
@@ -1106,6 +1109,8 @@ def interactive_server(command) -> bool:
     words = [(a.value if a.value is not None else a.raw).strip("\"'") for a in command.args]
     for i, word in enumerate(words):
         first = word.split(None, 1)[0] if word.split() else ""
+        if "/bin/" in first:  # a program by its path (`/usr/lib/rstudio-server/bin/rserver`), not a folder's name
+            first = first.rsplit("/", 1)[-1]
         before = words[i - 1] if i else ""
         if before == "-m" and first in _SERVER_MODULES:
             return True
@@ -1199,7 +1204,9 @@ def checks_results_after(shell, start_byte: int) -> bool:
     substitution or in the background). A step that failed leaves its results missing or wrong, so
     the job still ends FAILED although the step's own status is lost (bash(1): a script's status is
     that of its `exit`). Round one hundred and sixty-two: NEMO jobs that look for 'E R R O R' in
-    ocean.output and check time.step after the step, and exit 1 when either is off. `cd DIR || exit 1`
+    ocean.output and check time.step after the step, and exit 1 when either is off. A `scancel` there (or a call
+    of the script's function that runs one) handles the failure too: GCHP's multi-run segments cancel the chain when
+    cap_restart did not advance (rounds 471, 500 and 537). `cd DIR || exit 1`
     and `[ -z "$X" ] && exit 1` test no result. A file test of a next input rather than of the run's
     output is not told apart. The last such exit is found once per script: a script of 10,000 waits
     asks in constant time."""
@@ -1208,31 +1215,46 @@ def checks_results_after(shell, start_byte: int) -> bool:
 
 
 def _last_result_check(shell) -> int | None:
-    """Where the script's last `exit N` (N mod 256 not 0) behind a result test starts, run by the batch
-    shell outside functions (None: none)."""
+    """Where the script's last `exit N` (N mod 256 not 0), `scancel` or call of a function that runs scancel,
+    behind a result test, starts, run by the batch shell outside functions (None: none)."""
     last = None
-    for command in shell.named("exit"):
+    # a job that cancels jobs where a test fails (GCHP's multi-run segments: `if [ -f cap_restart ] ... else
+    # cancel_all_jobs`, a function that runs scancel; rounds 471, 500 and 537) handles the failure itself, as an exit
+    # with a status does: scancel itself, or a call of a function of the script whose body runs it
+    cancelling = {name for name, node in function_definitions(shell) if b"scancel" in node.text}
+    actions = [c for c in shell.named("exit")
+               if c.args and (status := as_int(c.args[0].value)) and status % 256 != 0]
+    cancels = [c for c in shell.named("scancel", *cancelling)]
+    exits = {id(c) for c in actions}
+    for command in sorted(actions + cancels, key=lambda c: c.node.start_byte if c.node is not None else -1):
         node = command.node
         if node is None or (last is not None and node.start_byte <= last) or in_function(node):
-            continue
-        status = as_int(command.args[0].value) if command.args else None
-        if not status or status % 256 == 0:
             continue
         child, parent, tested = node, node.parent, False
         while parent is not None and parent.type not in ("program", "function_definition"):
             if parent.type in CHILD_SHELLS or child.next_sibling is not None and child.next_sibling.type == "&":
                 tested = False
                 break
-            if parent.type == "if_statement" and any(
-                    parent.field_name_for_child(i) == "condition" and _is_result_test(shell, c)
-                    for i, c in enumerate(parent.children)) \
+            conditions = [c for i, c in enumerate(parent.children) if parent.type == "if_statement"
+                          and parent.field_name_for_child(i) == "condition" and _is_result_test(shell, c)]
+            if conditions and (id(command) in exits or _failure_arm(child, conditions)) \
                     or parent.type == "list" and parent.children and parent.children[0] != child \
-                    and any(c.type in ("||", "&&") for c in parent.children) and _is_result_test(shell, parent.children[0]):
+                    and any(c.type in ("||", "&&") for c in parent.children) \
+                    and _is_result_test(shell, parent.children[0]) \
+                    and (id(command) in exits or any(c.type == "||" for c in parent.children)):
                 tested = True
             child, parent = parent, parent.parent
         if tested and not (child.next_sibling is not None and child.next_sibling.type == "&"):
             last = node.start_byte
     return last
+
+
+def _failure_arm(arm, conditions) -> bool:
+    """A scancel's arm runs where the result test failed: the `else` of a test that a file is there (`if [ -f
+    cap_restart ] ... else cancel_all_jobs`), or the `then` of a negated one (`if [ ! -s out.nc ]`); not a job's
+    own trigger (`if [ -f $TRIGGER_DIR/exit ]; then scancel ...`: round 437's Swiss AI jobs cancel on purpose)."""
+    negated = any(b"!" in c.text for c in conditions)
+    return arm.type == "else_clause" and not negated or arm.type != "else_clause" and negated
 
 
 def enclosing_command(node):

@@ -31,13 +31,21 @@ strong-scaling runs in the foreground and a second `wait` in the `else` arm); no
 a loop or a function, which may take the other arm on an earlier turn or call. Nor, without errexit, a wait
 right after the one background run it collects (`python run.py &` then `wait`: a foreground run written long-hand)
 in a script that ends with its own `exit 0`: the job's state is that 0 either way (rounds 501 and 514).
+More generally, the default profile reports a bare wait only where its status counts (_status_unheeded): it is
+the job's last command (bash(1): a script's status is that of the last command it ran), errexit or an ERR trap
+is on, the statement after it reads `$?`, or it is a condition or part of a list; or a background step is a
+server the wait may hold until the time limit. Where another command runs after it and reads nothing of it
+(`wait` then `echo done`), `wait "$pid"` would lose the same status: the job's state is that later command's
+(rounds 472, 480 and 530; judges of read rounds called 22 such findings false and 15 true, the true ones for a
+job that ends COMPLETED whatever its steps did, which is the later command's doing). The strict profile keeps
+them: our presets want every failure to reach the job's state.
 """
 import bisect
 import re
 
 from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
                                   errexit_anywhere, function_definitions, interactive_server, set_effect, shell_payload,
-                                  ending_kill, statement_of)
+                                  ending_kill, sourced, statement_of)
 from validator.rules.launch_kill_on_bad_exit import interactive_session, runs_service
 from validator.rules.srun import program_words, step_program
 
@@ -345,15 +353,15 @@ def _collected_in_block(node, placed: list[int], busy_calls: list[int]) -> bool:
     return not inside(placed) and not inside(busy_calls)
 
 
-def _foreground_pair(shell, node, placed: list[int]) -> bool:
+def _foreground_pair(shell, node, placed: list[int], blocks: dict) -> bool:
     """`srun ... &` right before the `wait` in the same block (comments between), nothing else started in that
     block's statement: a foreground run written long-hand (rounds 501 and 514: one background run a loop turn, then
     `wait`), where the script ends with its own `exit 0` below and has no errexit: the job's state is the author's
     0 whatever the run did, foreground or not, so the wait loses nothing of its own. Elsewhere it may (a pair that
-    ends the job, or one followed only by a report: the run's status would have been the job's or strict mode's)."""
-    before = node.prev_named_sibling
-    while before is not None and before.type == "comment":
-        before = before.prev_named_sibling
+    ends the job, or one followed only by a report: the run's status would have been the job's or strict mode's).
+    Siblings are found through each block's statements, listed once (`blocks`), and the top-level `exit 0`s once
+    per script: 10,000 pairs stay linear."""
+    before = _statement_before(node, blocks)
     if before is None or bisect.bisect_left(placed, before.start_byte) == bisect.bisect_left(placed, before.end_byte):
         return False  # the statement before starts no background work
     after = before.next_sibling  # `cmd &`: the `&` is the command's sibling (tree-sitter-bash)
@@ -363,12 +371,118 @@ def _foreground_pair(shell, node, placed: list[int]) -> bool:
     top = node
     while top.parent is not None and top.parent.type != "program":
         top = top.parent
-    rest = top.next_named_sibling
-    while rest is not None:  # the author's own `exit 0` at the top level below: the job's state is set there
-        if rest.type == "command" and rest.text.split() == [b"exit", b"0"]:
-            return True
-        rest = rest.next_named_sibling
+    # the author's own `exit 0` at the top level below: the job's state is set there
+    return shell.once("last top-level exit 0", lambda: _last_exit_zero(shell)) >= top.end_byte
+
+
+def _last_exit_zero(shell) -> int:
+    """Where the script's last top-level `exit 0` statement starts (-1: none)."""
+    root = shell.root
+    found = [c.start_byte for c in (root.named_children if root is not None else [])
+             if c.type == "command" and c.text.split() == [b"exit", b"0"]]
+    return max(found, default=-1)
+
+
+def _statements(block, blocks: dict) -> tuple[list, list[int]]:
+    """A block's statements (comments, `elif` and `else` clauses left out) and their start bytes, listed once."""
+    if block.id not in blocks:
+        items = [c for c in block.named_children if c.type not in ("comment", "elif_clause", "else_clause")]
+        blocks[block.id] = (items, [c.start_byte for c in items])
+    return blocks[block.id]
+
+
+def _statement_after(node, blocks: dict):
+    """The statement of the same block that follows `node` (comments skipped), or None."""
+    items, starts = _statements(node.parent, blocks)
+    k = bisect.bisect_left(starts, node.end_byte)
+    return items[k] if k < len(items) else None
+
+
+def _statement_before(node, blocks: dict):
+    """The statement of the same block before `node` (comments skipped), or None."""
+    items, starts = _statements(node.parent, blocks)
+    k = bisect.bisect_left(starts, node.start_byte) - 1
+    return items[k] if k >= 0 else None
+
+
+# A background program that serves others, or watches, until it is stopped, by its name: a server (`./server`,
+# `tritonserver`, `redis-server`, `run_server.py`, `vllm serve`, `trtllm-serve`, uvicorn, gunicorn, etcd, mongod,
+# i-PI, ipyparallel's controller and engines, a script that starts a cluster), `ray start --block`, `iperf -s`, a
+# monitor that loops (`nvidia-smi -l 5`, `nvidia-smi dmon`, `dcgmi dmon`, `tail -f`, `sleep infinity`): a bare wait
+# may hold it until the time limit, whatever reads the wait's status (round 465's i-PI server and its LAMMPS clients,
+# a review's probes). Only a word with no file suffix but .py or .sh counts (`logs/server.log` is no server).
+_SERVER = re.compile(r"(?i)(^|[\s/])([\w.-]*server|[\w.-]*[-_]serve|serve|i-pi|ipcontroller|ipengine|ipcluster"
+                     r"|start[-_]?cluster[\w-]*|uvicorn|gunicorn|etcd|mongod|mysqld|postgres|memcached|nginx)"
+                     r"(\.(py|sh))?(\s|$)")
+_SERVES = re.compile(r"(?i)\bray\s+start\b.*--block|\biperf3?\b.*\s-s\b|\bnvidia-smi\b.*(\s-l\b|\s--loop|\sdmon\b)"
+                     r"|\bdcgmi\s+dmon\b|\btail\s+(-\w*f|--follow)|\bsleep\s+infinity\b")
+_NOT_A_SERVER = re.compile(r"(?i)(^|[\s/])[\w.-]*(ob|pre|de|con|re)server(\.(py|sh))?(\s|$)")
+
+
+def _serves(command) -> bool:
+    """The backgrounded command runs a server or an endless monitor by its name (_SERVER, _SERVES)."""
+    text = command.node.text.decode("utf-8", "replace")
+    return (_SERVER.search(text) is not None and _NOT_A_SERVER.search(text) is None) or _SERVES.search(text) is not None
+
+
+# Where a statement's status is read by what encloses it: a condition, a list, a pipeline, a negation, a subshell
+_READS_STATUS = ("list", "pipeline", "negated_command", "subshell", "command_substitution", "process_substitution")
+_CONDITION_OF = {"if_statement": "then", "elif_clause": "then", "while_statement": "do_group"}
+_STATEMENT_BLOCKS = ("program", "do_group", "compound_statement", "if_statement", "elif_clause", "else_clause",
+                     "case_item")
+
+
+def _status_unheeded(node, blocks: dict, functions: dict, lines: list[str]) -> bool:
+    """Nothing reads the bare wait's status, so `wait "$pid"` would read the same nothing (round 530's UQ_NAMD, round
+    480's FFT benchmarks, round 472's dandelion filters: a wait that only lets the work end before the job goes on):
+    the job's state is its last command's (bash(1): a script's status is that of the last command it ran; a
+    compound command's, that of the last command of its body), and the wait is not that command: another statement
+    runs after it at its own level or at a level around it, and the first line of that statement does not read `$?`
+    (`rc=$?`, `if [ $? -ne 0 ]`), is no bare `exit` or `return` (alone or in `{ }`: they pass the wait's status on),
+    and calls no function of the script whose body reads `$?` or ends in a bare `exit`/`return` (bash leaves `$?` as
+    it was on entering a function). Nor is the wait a condition, a part of a list, pipeline or negation, or in a
+    subshell, or the last statement of a function (its status is the function's: the caller may read it). The
+    caller has ruled out errexit, an ERR trap and a server step (a bare wait may hold a server until the time limit,
+    whatever reads its status). A wait that is the job's last command keeps its finding: its 0 is the job's state.
+    Each block's statements are listed once (`blocks`) and only the next statement's first line is read: linear."""
+    child = node
+    while child.parent is not None:
+        parent = child.parent
+        if parent.type in _READS_STATUS or parent.type == "function_definition":
+            return False
+        marker = _CONDITION_OF.get(parent.type)
+        if marker is not None and any(c.type == marker and c.start_byte >= child.end_byte for c in parent.children):
+            return False  # `if wait; then`, `while wait; do`: the condition reads it
+        if parent.type not in _STATEMENT_BLOCKS:
+            child = parent  # a wrapper of the statement (`wait 2>/dev/null`)
+            continue
+        after = _statement_after(child, blocks)
+        if after is not None:
+            row, column = after.start_point
+            first = lines[row][column:] if row < len(lines) else ""
+            return not (_READS_LAST_STATUS.search(first) or _PASSES_STATUS.match(first)
+                        or _calls_status_reader(after, first, functions))
+        if parent.type == "program":
+            return False  # the job's last command: its 0 is the job's state
+        # the block ends with it: its status is the enclosing statement's (a loop, an if, a case, a { } group)
+        child = parent.parent if parent.type in ("do_group", "elif_clause", "else_clause", "case_item") else parent
+        if child is None:
+            return False
     return False
+
+
+_READS_LAST_STATUS = re.compile(r"\$\?|\$\{\?\}|PIPESTATUS")
+_PASSES_STATUS = re.compile(r"\s*[{(]?\s*(exit|return)\s*(;\s*[})]?\s*)?($|#)")
+
+
+def _calls_status_reader(after, first: str, functions: dict) -> bool:
+    """The statement after the wait calls a function of the script (its first word) whose body reads `$?` or has a
+    bare `exit`/`return`: bash keeps `$?` on entering it (`check_status` that starts with `[ $? -ne 0 ]`)."""
+    words = first.split()
+    name = words[0] if words else ""
+    body = functions.get(name)
+    return body is not None and (_READS_LAST_STATUS.search(body) is not None
+                                 or re.search(r"(^|[;{\s])(exit|return)\s*(;|}|$)", body, re.M) is not None)
 
 
 def _started_in_subshell(node, lastpipe: bool, waits_inside: dict) -> bool:
@@ -418,6 +532,23 @@ def _has_bare_wait(node) -> bool:
     return False
 
 
+def _errexit_sourced(target) -> bool:
+    """A file of the repository that the script sources turns errexit on (`source ./strict.sh` holding
+    `set -euo pipefail`: base.sourced reads it)."""
+    return any("e" in set_effect(c).on for other in sourced(target).shells for c in other.named("set"))
+
+
+def _servers_left(shell) -> bool:
+    """Some command sent to the background serves or watches until it is stopped (_serves), and the script does
+    not kill it before the next bare wait (_killed_before_wait: a server stopped on purpose, round two hundred and
+    nine). Read once per script."""
+    def find():
+        serving = [c for c in shell.commands if c.node is not None and backgrounded(c) and _serves(c)]
+        killed = _killed_before_wait(shell, serving) if serving else set()
+        return any(id(c) not in killed for c in serving)
+    return shell.once("bare-wait servers left", find)
+
+
 def check(target):
     shell = target.script.shell
     steps = {"srun"} | _functions_running_srun(shell)
@@ -441,6 +572,17 @@ def check(target):
     busy_calls = _busy_calls(shell, background)
     previous = -1  # the last bare wait that surely ran: it collected what started before it
     errexit = errexit_anywhere(target.script)
+    # the wait's own status may go unread only where no errexit, no ERR trap and no server step can make it count
+    # (the strict profile, our presets', keeps it: there every failure is to reach the job's state)
+    # an ERR trap by its signal names, any case (bash 5.2 takes `err`), not its action's text
+    err_trap = any((a.value or a.raw).upper() in ("ERR", "SIGERR") for c in shell.named("trap") for a in c.args[1:])
+    unheeded = not target.strict and not errexit and not err_trap and not _errexit_sourced(target) \
+        and not any(runs_service(shell, c) or interactive_server(c) for c in background) \
+        and not _servers_left(shell)
+    blocks: dict = {}  # each block's statements, listed once (_statements)
+    functions = {name: node.text.decode("utf-8", "replace") for name, node in function_definitions(shell)} \
+        if unheeded else {}
+    lines = target.script.parsed.lines
     body_waits = _body_waits(shell)
     arms: dict = {}  # the arms of each if/case statement, found once
     for command in shell.named("wait"):
@@ -467,8 +609,8 @@ def check(target):
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
-        if started and not checked and not (pair_possible and errexit is False
-                                            and _foreground_pair(shell, command.node, placed)):
+        if started and not checked and not (unheeded and _status_unheeded(command.node, blocks, functions, lines)) \
+                and not (pair_possible and errexit is False and _foreground_pair(shell, command.node, placed, blocks)):
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

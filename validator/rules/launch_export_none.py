@@ -81,23 +81,38 @@ def _hydra_mpi(shell) -> bool:
     parser's text was not read), so --export=NONE leaves the ranks their PATH. TAMU's
     templates (`--export=NONE`, `--get-user-env=L`, `ml intel/2019a`, `mpirun ...`: round 463, two findings judged
     false) run so. Open MPI's launcher starts its own daemons, a path not read here: still reported."""
-    loaded = [(a.value or "") for c in shell.commands if c.name in ("module", "ml")
-              for a in c.args if a.value and a.value not in ("load", "add", "purge", "swap", "use", "--force", "-f")]
-    # Intel MPI's own settings (`export I_MPI_PIN_DOMAIN=...`: round 484's DisCoTec runs) name its launcher too
-    intel = any(a.name.startswith("I_MPI_") for a in shell.assignments)
-    return (intel or any(_HYDRA_MODULE.match(m) for m in loaded)) and not any(_OPEN_MPI_MODULE.match(m) for m in loaded)
+    return _hydra_loaded(shell) and not any(_OPEN_MPI_MODULE.match(m) for m in _loaded_modules(shell))
 
 
-def _may_start_steps(shell, strict: bool = True) -> bool:
+def _loaded_modules(shell) -> list[str]:
+    """The module names the job's `module`/`ml` commands name (their subcommands and flags left out)."""
+    return [(a.value or "") for c in shell.commands if c.name in ("module", "ml")
+            for a in c.args if a.value and a.value not in ("load", "add", "purge", "swap", "use", "--force", "-f")]
+
+
+def _hydra_loaded(shell) -> bool:
+    """The job loads a Hydra MPI, or sets Intel MPI's own settings (`export I_MPI_PIN_DOMAIN=...`: round 484's
+    DisCoTec runs), Open MPI beside it or not: its mpiexec may start its proxies through srun even on one node."""
+    return any(a.name.startswith("I_MPI_") for a in shell.assignments) \
+        or any(_HYDRA_MODULE.match(m) for m in _loaded_modules(shell))
+
+
+def _may_start_steps(shell, strict: bool = True, one_node: bool = False) -> bool:
     """Our presets (strict): an MPI or job launcher, another script, or any program or function that
     is not shell-only work (./run.sh, $EXE, a sourced library's function) may start srun steps;
     shell-only work may not. A script nobody here wrote (the default profile): only a step starter the
     file shows (round twenty-six: `bcftools view` alone judged false; round sixty-seven: `bash
     carla/CarlaUE4.sh &` and a script running torch.distributed.launch judged false; no true finding of
-    any read round rested on a script or program the job hands over to)."""
+    any read round rested on a script or program the job hands over to). Nor, there, an Open MPI launcher alone in a
+    job of one node (`one_node`): its mpirun finds only its own node in the allocation and starts no daemon, so no
+    srun ("only HNP in use", "no new daemons required": orte_plm_base_setup_virtual_machine in
+    orte/mca/plm/base/plm_base_launch_support.c of open-mpi/ompi at 26e99c0, the v4 line; PRRTE's
+    prte_plm_base_setup_virtual_machine says the same for v5): the ranks are mpirun's children, with the batch
+    shell's environment (rounds 481, 519 and 536: one-node mpirun jobs under --export=NONE, judged false)."""
     if not strict:
         shown = [c for c in shell.commands if _shown_starter(shell, c)]
-        if shown and all(c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS for c in shown) and _hydra_mpi(shell):
+        if shown and all(c.name.rsplit("/", 1)[-1] in MPI_LAUNCHERS for c in shown) \
+                and (_hydra_mpi(shell) or one_node and not _hydra_loaded(shell)):
             return False
         return bool(shown)
     for command in shell.commands:
@@ -192,7 +207,8 @@ def check(target):
     sruns = shell.named("srun")
     if sruns and all(c.has_flag("--export") for c in sruns):
         return
-    if not sruns and not _may_start_steps(shell, target.strict):
+    nodes = (script.parsed.value("nodes") or "").strip()
+    if not sruns and not _may_start_steps(shell, target.strict, one_node=nodes in ("1", "1-1")):
         return
     if not target.strict and sruns and not _other_starters(shell) \
             and all(c.has_flag("--export") or _runs_by_path(c, shell) for c in sruns):

@@ -28,7 +28,9 @@ nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray noti
 task-farm workers (ipengine, dask-worker, HyperQueue's `hq worker`: the controller hands a dead worker's
 work to the others).
 Nor has a step of `torchrun --standalone` (each task its own rendezvous: run() in
-torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
+torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id) or of torchrun
+with no --nnodes above 1 and the static rendezvous (each agent hosts its own at master_addr:master_port,
+get_rdzv_endpoint at v2.13.0: a world per task; _standalone_torchrun), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
 inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
 task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
 job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
@@ -137,7 +139,8 @@ def _one_task(shell, parsed, command, strict) -> bool:
         # the variable alone: `-n $((8 * SLURM_NNODES))` is eight tasks a node (round sixty-six's kharma job)
         per_node_count = _NODE_COUNT_VARIABLE.match(count.raw) or _NODE_COUNT_NAME.search(count.raw)
         job_count = _JOB_TASKS.search(count.raw) is not None and _job_tasks(asked) == 1
-        return count.value == "1" or job_count or bool(per_node_count) and _one_node(parsed, asked, strict)
+        return count.value == "1" or _literal_one(shell, count.raw) or job_count \
+            or bool(per_node_count) and _one_node(parsed, asked, strict)
     per_node = srun_option(shell, command, "--ntasks-per-node")
     nodes = srun_option(shell, command, "--nodes", "-N")
     if per_node is not None or nodes is not None:
@@ -159,6 +162,13 @@ def _one_task(shell, parsed, command, strict) -> bool:
     # without --nodes and --ntasks, --ntasks-per-node=1 is one node of one task (sbatch's default node count)
     return _one_node(parsed, asked, strict) and all(value == "1" for name, value in asked.items() if name != "nodes") \
         or asked.get("ntasks") == "1"
+
+
+def _literal_one(shell, raw: str) -> bool:
+    """`-n${NNODE}` where every value the file gives NNODE is the literal 1 (round 538's video-mamba-suite job:
+    `NNODE=1`, then `srun -n${NNODE}`), read from the same literal values as timeout's durations."""
+    found = re.fullmatch(r"\"?\$\{?([A-Za-z_]\w*)\}?\"?", raw)
+    return found is not None and _literal_values(shell).get(found.group(1)) == ["1"]
 
 
 def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
@@ -716,13 +726,55 @@ def _container_shell_per_node(shell, command, program) -> bool:
     return payload is not None and all(_per_node(shell, c) for c in payload.commands)
 
 
-def _standalone_torchrun(command, program, name) -> bool:
-    """`torchrun --standalone` (or python -m torch.distributed.run --standalone): every task forms its
-    own rendezvous (torch 2.13.0 torch/distributed/run.py run(): c10d on localhost:0 with a fresh
-    uuid as rdzv id), so the tasks of the step never talk to each other."""
+# torchrun's options that select its rendezvous, by the prefixes argparse takes for them (allow_abbrev: `--nnode`,
+# `--rdzv-back`; get_args_parser in torch/distributed/run.py at v2.13.0)
+_NNODES = ("--nnodes",)
+_RDZV_BACKEND = ("--rdzv-backend", "--rdzv_backend")
+
+
+def _standalone_torchrun(shell, command, program) -> bool:
+    """torchrun (or `python -m torch.distributed.run|launch`), as the step's program or in its container, whose agents
+    never meet: with `--standalone` every task forms its own rendezvous (torch 2.13.0 torch/distributed/run.py run():
+    c10d on localhost:0 with a fresh uuid as rdzv id); with no --nnodes other than 1 and no --rdzv-backend other than
+    static, each agent is a world of one node: --nnodes defaults to 1:1 and the backend to static, whose agent of node
+    rank 0 hosts its own store at get_rdzv_endpoint's master_addr:master_port (127.0.0.1:29500 unless given; run.py
+    at v2.13.0) and waits for no other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun
+    torchrun --nproc_per_node=4 main.py` on two nodes, or four such tasks on one node with --master_addr, where all
+    but one fail at once on the port; the missing --nnodes is launch-node-count's finding there). A c10d or etcd
+    backend joins the agents at its endpoint even for one node (a late agent waits for the next round): kept. So is a
+    step whose options the text does not show: a bare expansion where an option may stand (`torchrun $ARGS t.py`),
+    any mention of torchrun's PET_ variables in the file (argparse_util.env reads PET_NNODES, PET_RDZV_BACKEND: an
+    assignment, `srun --export=...,PET_NNODES=2`, a command's own `PET_NNODES=2 srun ...`), or a sourced file, which
+    may set them. Every word after torchrun is read, the program's own arguments too (a `--nnodes` there keeps the
+    finding: the safe side), by the prefixes argparse accepts."""
     words = [a.value or a.raw for a in program_words(command, program, with_program=True)]
-    launcher = name == "torchrun" or "torch.distributed.run" in words[:4]
-    return launcher and "--standalone" in words
+    start = next((i + 1 for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "torchrun"
+                  or w in ("torch.distributed.run", "torch.distributed.launch") and i and words[i - 1] == "-m"), None)
+    if start is None or shell.once("torchrun settings unseen", lambda: _torchrun_settings_unseen(shell)):
+        return False
+    if "--standalone" in words[start:]:
+        return True
+    for i in range(start, len(words)):
+        word = words[i]
+        if re.fullmatch(r"\"?\$\{?\w+\}?\"?|\"?\$\{?\w+\[@\]\}\"?", word) and not (
+                words[i - 1].startswith("-") and "=" not in words[i - 1]):
+            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`: options the text does not show
+        if not word.startswith("--"):
+            continue
+        name, has_value, value = word.partition("=")
+        if not has_value:
+            value = words[i + 1] if i + 1 < len(words) else ""
+        if len(name) >= 4 and any(n.startswith(name) for n in _NNODES) and value not in ("1", "1:1"):
+            return False
+        if len(name) >= 8 and any(n.startswith(name) for n in _RDZV_BACKEND) and value != "static":
+            return False
+    return True
+
+
+def _torchrun_settings_unseen(shell) -> bool:
+    """The file mentions torchrun's PET_ variables anywhere, or sources a file (which may set them)."""
+    text = shell.root.text if shell.root is not None else b""
+    return b"PET_" in text or bool(shell.named("source", "."))
 
 
 def _farm_worker(command, program, name: str) -> bool:
@@ -775,7 +827,7 @@ def _independent(shell, command) -> bool:
         return True
     if name in _RUNTIMES and _container_shell_per_node(shell, command, program):
         return True
-    if program is not None and (_standalone_torchrun(command, program, name) or _serial_openfoam(command, program, name)
+    if program is not None and (_standalone_torchrun(shell, command, program) or _serial_openfoam(command, program, name)
                                 or _built_alone(shell, program) or _gromacs_tool(command, program, name)):
         return True
     text = " ".join(a.raw for a in command.args)

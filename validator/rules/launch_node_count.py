@@ -125,9 +125,13 @@ def check(target):
     batch_shell = {(c.line, c.col) for c in _batch_shell_launchers(script.shell)}
     several = _several_nodes(script.parsed)
     asked_nodes = _job_nodes(script.parsed)
+    # torchrun reads PET_NNODES as its --nnodes (argparse_util.env at torch v2.13.0): set anywhere in the file
+    pet_nnodes = any("PET_NNODES" in line for line in script.parsed.lines)
     for command in launchers:
         word = command.option("--nnodes")
         passed = word or srun_option(script.shell, command, "--nnodes", "--nnodes")  # also through an array
+        if passed is None and pet_nnodes:
+            passed = "PET_NNODES"
         if (passed is None or command.has_flag("--standalone")) and several \
                 and not _ONE_NODE_STEP.search(command.node.text.decode("utf-8", "replace")):
             if (command.line, command.col) in batch_shell:

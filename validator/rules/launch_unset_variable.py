@@ -32,7 +32,9 @@ shell.bash hook)"`), a file it sources through a variable (`. $sizefile`), or a 
 it sources and that is not there to read; and
 there a near-miss of an array element (`${MODELS[$CODE]}`) is not reported (round three hundred and sixty-three:
 MODELS and DEFAULT_MODELS, arrays filled by a sourced `activate_models_conll2018.sh`, read as typos of MODEL and
-DEFAULT_MODEL); a plain `$NNODE` for NNODES still is. Nor a near-miss whose own assignment the script keeps
+DEFAULT_MODEL); a plain `$NNODE` for NNODES still is, but not one read before its near name is set anywhere
+above (round 529's `source ./Panel_config.sh; echo $FASTQ_DIR`, FASTQC_DIR set lower down: the near name would be
+empty there too, so the read is of a name of its own, which the file not there to read may set). Nor a near-miss whose own assignment the script keeps
 commented out (`#TSTATE_ARGS=...`) and expands as a whole unquoted argument, not an option's value: a switch left
 off, its words vanish (WESTPA's template). Nor a name whose value is assigned to its near name
 (`XNATHOST=${XNAT_HOST}`: a site's variable copied into the script's own, on purpose; also through arithmetic,
@@ -46,8 +48,8 @@ from collections import Counter
 import re
 from functools import lru_cache
 
-from validator.rules.base import (CODE_PRINTERS, SHELL_VARIABLES, always_runs, is_submitter, reads_unseen, set_effect,
-                                  set_names, sourced)
+from validator.rules.base import (CODE_PRINTERS, SHELL_VARIABLES, always_runs, enclosing, in_function, is_submitter,
+                                  reads_unseen, set_effect, set_names, sourced)
 from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
@@ -138,10 +140,10 @@ def _one_deletion(name: str):
         yield name[:i] + name[i + 1:]
 
 
-def _near_miss(name: str, index: dict[str, set[str]], other_than: str | None = None) -> list[str]:
+def _near_miss(name: str, index: dict[str, set[str]], other_than: str | None = None, n: int = 1) -> list[str]:
     candidates = sorted(found for found in {found for key in _one_deletion(name) for found in index.get(key, ())}
                         if one_edit(name, found) and found != other_than)
-    return difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
+    return difflib.get_close_matches(name, candidates, n=n, cutoff=0.85)
 
 
 # In a heterogeneous job slurmctld also sets every component's value as NAME_HET_GROUP_<n>, and under the old
@@ -242,6 +244,29 @@ def _vanishes(node) -> bool:
     return not (before is not None and before.type == "word" and text.startswith("-") and "=" not in text)
 
 
+def _read_before_near_names(target, shell, expansion, close: list, set_by_script: set) -> bool:
+    """The expansion runs, as written, before any of its near names appears in the file: it stands outside
+    functions and loops (which may run it later, or again), and the first line naming each near name, in any way
+    (an assignment, `for`, `read`, `printf -v`, `(( ))`, `${X:=...}`, a read of it), lies below it; and the script
+    itself sets each near name (one a readable sourced file sets may be set above it). The near name would then be
+    empty there too, so the read is of a name of its own (a review's probes: every way of setting a name counts)."""
+    if in_function(expansion.node) or enclosing(expansion.node, _LOOP_TYPES) is not None:
+        return False
+    lines = target.script.parsed.lines
+    for near in close:
+        if near not in set_by_script:
+            return False
+        pattern = re.compile(r"(?<![\w$])" + re.escape(near) + r"(?!\w)|\$\{?" + re.escape(near) + r"(?!\w)")
+        first = next((number for number, line in enumerate(lines, start=1)
+                      if not line.lstrip().startswith("#") and pattern.search(line)), None)
+        if first is None or first <= expansion.line:
+            return False
+    return True
+
+
+_LOOP_TYPES = ("for_statement", "c_style_for_statement", "while_statement", "until_statement")
+
+
 def _unseen_setters(target, unread_own) -> bool:
     """Names the script may be given where the file does not show them: an `eval` of a program's output
     (not a CODE_PRINTER's, which sets only its own: `eval "$(conda shell.bash hook)"`), a file sourced through a
@@ -265,6 +290,7 @@ def check(target):
     brought_in = sourced(target)  # the repository's files it sources: what they set is set here
     set_here = set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
                                      if number not in text and (m := _WRITTEN.match(line))}
+    set_by_script = set(set_here)  # the names the script itself sets (not a sourced file of the repository)
     for other in brought_in.shells:
         set_here |= set_names(other)
     unseen = not target.strict and _unseen_setters(target, brought_in.unread_own)
@@ -310,6 +336,12 @@ def check(target):
             close = _near_miss(name, index, other_than=receiver)
             if not close:
                 continue
+        if close and unseen and _read_before_near_names(target, shell, expansion, _near_miss(name, index, n=8),
+                                                        set_by_script):
+            # read before its near name is named anywhere, where a file not there to read may set names (round
+            # 529's `source ./Panel_config.sh` then `echo $FASTQ_DIR`, FASTQC_DIR set below): a name of its own
+            reported.add(name)
+            continue
         reported.add(name)  # said once per name; a name close to none is looked up once too
         if close and close[0].lower() != name.lower():
             assigned = shell.assigned(close[0])
