@@ -784,6 +784,18 @@ def resolve_options(directives: list[Directive], spank: tuple[str, ...], release
                             opt.problem, opt.detail = "missing-argument", f"-{letter} needs a value"
                     options.append(opt)
                     break
+            elif text == "--":
+                # getopt_long ends the options at `--`; _opt_batch_script then stops the job with "Invalid directive
+                # found in batch script" where any word follows in the component's argument list (src/sbatch/opt.c
+                # at slurm-22-05-0-1 and slurm-26-05-1-1: `_set_options(argc, argv) < argc`); a `--` that ends the
+                # list is read and ignored (round 539's `#SBATCH --` as the last directive)
+                later = tokens[i:] + [t for d in directives[number + 1:] for t in d.tokens]
+                cut = next((k for k, t in enumerate(later) if t.raw.lower() in ("hetjob", "packjob")), len(later))
+                if cut:
+                    options.append(Option(None, text, directive.line, tok.col, text, "stray",
+                                          f"'--' ends sbatch's options: sbatch stops with 'Invalid directive found "
+                                          f"in batch script: {later[0].text}'"))
+                break
             else:
                 options.append(Option(None, text, directive.line, tok.col, text, "stray",
                                       f"'{text}' is not an option; sbatch rejects or ignores it"))

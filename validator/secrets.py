@@ -25,8 +25,15 @@ ISSUERS = (("hf_", "a Hugging Face token"), ("github_pat_", "a GitHub token"), (
 _NAMED_VALUE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)=([\"']?)([^\s\"',;$`][^\s\"',;`]*)")
 
 
+# A tokenizer's vocabulary token, not a credential: Hugging Face tokenizers' bos_token, eos_token, pad_token ...,
+# diffusers' textual inversion --placeholder_token and --initializer_token (round 540's Animate124 job), token
+# counts (MAX_TOKEN) and MoE switches (Megatron-DeepSpeed's MOE_DROP_TOKEN="true", round 540)
+_VOCABULARY_TOKEN = re.compile(r"(?i)(^|_)(placeholder|initializer|init|bos|eos|pad|unk|sep|cls|mask|special|drop"
+                               r"|start|end|stop|max|min|num|image|video|audio)_?token$")
+
+
 def is_secret(name: str) -> bool:
-    return bool(_SECRET.search(name))
+    return bool(_SECRET.search(name)) and not _VOCABULARY_TOKEN.search(name)
 
 
 def issuer(token: str) -> str:

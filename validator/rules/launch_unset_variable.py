@@ -290,6 +290,11 @@ def check(target):
     brought_in = sourced(target)  # the repository's files it sources: what they set is set here
     set_here = set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
                                      if number not in text and (m := _WRITTEN.match(line))}
+    # names the job's --export passes (`--export=ALL,BULK,LOCS` from the submitter's environment, `NAME=value` as
+    # given: sbatch.1, --export; round 539's bulk_gen_ukko.sh) are set in the job
+    for option in target.script.parsed.get("export"):
+        set_here |= {item.split("=", 1)[0] for item in (option.value or "").split(",")
+                     if item.split("=", 1)[0].isidentifier() and item.upper() not in ("ALL", "NONE", "NIL")}
     set_by_script = set(set_here)  # the names the script itself sets (not a sourced file of the repository)
     for other in brought_in.shells:
         set_here |= set_names(other)
