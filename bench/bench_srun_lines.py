@@ -114,6 +114,11 @@ def shapes() -> dict[str, str]:
                 f"srun -n1 ./s{i} &\nwait\n" for i in range(LINES // 2)) + "echo done\n",
             "wait-then-comments": HEAD.replace("set -euo pipefail\n", "") + "srun -n2 ./s &\nwait\n"
             + "# a note\n" * (2 * LINES) + "echo done\n",
+            # 10,000 result checks that exit or cancel in one arm of a file test (base.checks_results_after lists each
+            # if's conditions once: 3.8 s at 397ba02, and 123 s for 20,000 scancels at 916b512, a review's probes)
+            "arm-exits": HEAD.replace("set -euo pipefail\n", "") + "srun -n2 ./s\nif [ ! -f done ]; then\n" + "".join(
+                f"[ -f o{i} ]||exit 1\n[ -s p{i} ]||scancel $J\n" for i in range(LINES // 2))
+            + "fi\nexit 0\n",
             # 10,000 misspelt directives before the first command (sbatch-lookalike's one-edit test per line)
             "misspelt-directives": "#!/bin/bash\n" + "".join(f"#SBACTH --job-name=j{i}\n" for i in range(LINES))
             + "srun -K1 hostname\n"}

@@ -1109,7 +1109,9 @@ def interactive_server(command) -> bool:
     words = [(a.value if a.value is not None else a.raw).strip("\"'") for a in command.args]
     for i, word in enumerate(words):
         first = word.split(None, 1)[0] if word.split() else ""
-        if "/bin/" in first:  # a program by its path (`/usr/lib/rstudio-server/bin/rserver`), not a folder's name
+        # a program by its path (`singularity exec rocker.sif /usr/lib/rstudio-server/bin/rserver`), not a path a
+        # script is handed (`python pack_env.py ~/venv/bin/jupyter`)
+        if "/bin/" in first and not re.search(r"\.(py|sh|R|jl|pl|rb|lua|txt|json|ya?ml)$", words[i - 1] if i else ""):
             first = first.rsplit("/", 1)[-1]
         before = words[i - 1] if i else ""
         if before == "-m" and first in _SERVER_MODULES:
@@ -1221,11 +1223,14 @@ def _last_result_check(shell) -> int | None:
     # a job that cancels jobs where a test fails (GCHP's multi-run segments: `if [ -f cap_restart ] ... else
     # cancel_all_jobs`, a function that runs scancel; rounds 471, 500 and 537) handles the failure itself, as an exit
     # with a status does: scancel itself, or a call of a function of the script whose body runs it
-    cancelling = {name for name, node in function_definitions(shell) if b"scancel" in node.text}
+    cancels = [c for c in shell.named("scancel") if not _signals_only(c)]
+    # the script's functions that run such a scancel (a command of their body, not a word of a comment)
+    cancelling = {name for c in cancels if (name := _enclosing_function_name(c.node)) is not None}
+    cancels += [c for c in shell.named(*cancelling)] if cancelling else []
     actions = [c for c in shell.named("exit")
                if c.args and (status := as_int(c.args[0].value)) and status % 256 != 0]
-    cancels = [c for c in shell.named("scancel", *cancelling)]
     exits = {id(c) for c in actions}
+    conditions_of: dict = {}  # if_statement id -> its result-test conditions, found once (linear in the arms)
     for command in sorted(actions + cancels, key=lambda c: c.node.start_byte if c.node is not None else -1):
         node = command.node
         if node is None or (last is not None and node.start_byte <= last) or in_function(node):
@@ -1235,13 +1240,19 @@ def _last_result_check(shell) -> int | None:
             if parent.type in CHILD_SHELLS or child.next_sibling is not None and child.next_sibling.type == "&":
                 tested = False
                 break
-            conditions = [c for i, c in enumerate(parent.children) if parent.type == "if_statement"
-                          and parent.field_name_for_child(i) == "condition" and _is_result_test(shell, c)]
-            if conditions and (id(command) in exits or _failure_arm(child, conditions)) \
-                    or parent.type == "list" and parent.children and parent.children[0] != child \
+            if parent.type == "if_statement":
+                if parent.id not in conditions_of:
+                    conditions_of[parent.id] = [c for i, c in enumerate(parent.children)
+                                                if parent.field_name_for_child(i) == "condition"
+                                                and _is_result_test(shell, c)]
+                conditions = conditions_of[parent.id]
+                if conditions and (id(command) in exits or _failure_arm(child, conditions)):
+                    tested = True
+            elif parent.type == "list" and parent.children and parent.children[0] != child \
                     and any(c.type in ("||", "&&") for c in parent.children) \
                     and _is_result_test(shell, parent.children[0]) \
-                    and (id(command) in exits or any(c.type == "||" for c in parent.children)):
+                    and (id(command) in exits
+                         or any(c.type == "||" for c in parent.children) != _negated(parent.children[0])):
                 tested = True
             child, parent = parent, parent.parent
         if tested and not (child.next_sibling is not None and child.next_sibling.type == "&"):
@@ -1252,9 +1263,26 @@ def _last_result_check(shell) -> int | None:
 def _failure_arm(arm, conditions) -> bool:
     """A scancel's arm runs where the result test failed: the `else` of a test that a file is there (`if [ -f
     cap_restart ] ... else cancel_all_jobs`), or the `then` of a negated one (`if [ ! -s out.nc ]`); not a job's
-    own trigger (`if [ -f $TRIGGER_DIR/exit ]; then scancel ...`: round 437's Swiss AI jobs cancel on purpose)."""
-    negated = any(b"!" in c.text for c in conditions)
-    return arm.type == "else_clause" and not negated or arm.type != "else_clause" and negated
+    own trigger (`if [ -f $TRIGGER_DIR/exit ]; then scancel ...`: round 437's Swiss AI jobs cancel on purpose), nor
+    an `elif` (its own condition decides)."""
+    negated = any(_negated(c) for c in conditions)
+    return arm.type == "else_clause" and not negated or arm.type not in ("else_clause", "elif_clause") and negated
+
+
+def _negated(condition) -> bool:
+    """The test is negated: `! cmd`, or a `!` word of its own in `[ ]`/`[[ ]]` (`[ ! -f x ]`), not `!=`."""
+    return re.search(rb"(^|[\s\[(])!\s", condition.text) is not None
+
+
+def _signals_only(command) -> bool:
+    """`scancel --signal=USR1 ...` (or -s) sends a signal and cancels nothing (scancel.1)."""
+    return any((a.value or a.raw).startswith(("--signal", "-s")) for a in command.args)
+
+
+def _enclosing_function_name(node) -> str | None:
+    found = enclosing(node, ("function_definition",))
+    name = found.child_by_field_name("name") if found is not None else None
+    return name.text.decode("utf-8", "replace") if name is not None else None
 
 
 def enclosing_command(node):

@@ -416,13 +416,28 @@ _SERVER = re.compile(r"(?i)(^|[\s/])([\w.-]*server|[\w.-]*[-_]serve|serve|i-pi|i
                      r"(\.(py|sh))?(\s|$)")
 _SERVES = re.compile(r"(?i)\bray\s+start\b.*--block|\biperf3?\b.*\s-s\b|\bnvidia-smi\b.*(\s-l\b|\s--loop|\sdmon\b)"
                      r"|\bdcgmi\s+dmon\b|\btail\s+(-\w*f|--follow)|\bsleep\s+infinity\b")
-_NOT_A_SERVER = re.compile(r"(?i)(^|[\s/])[\w.-]*(ob|pre|de|con|re)server(\.(py|sh))?(\s|$)")
+_NOT_A_SERVER = re.compile(r"(?i)[\w.-]*(ob|pre|de|con|re)server")
 
 
-def _serves(command) -> bool:
-    """The backgrounded command runs a server or an endless monitor by its name (_SERVER, _SERVES)."""
+def _serves(command) -> str | None:
+    """The name of the server or endless monitor the backgrounded command runs (_SERVER, _SERVES), or None: a word
+    that is no option (`--server "$HOST"` is a client's), no value of a backend or address option (`--rdzv_backend
+    etcd`: torchrun is etcd's client), no folder or word that only ends in "server" (`/models/observer`); nothing
+    that only prints (`echo "starting server" &`)."""
+    if command.name.rsplit("/", 1)[-1] in _NOTHING_TO_LOSE:
+        return None
     text = command.node.text.decode("utf-8", "replace")
-    return (_SERVER.search(text) is not None and _NOT_A_SERVER.search(text) is None) or _SERVES.search(text) is not None
+    found = _SERVES.search(text)
+    if found is not None:
+        return found.group(0).split()[0]
+    for match in _SERVER.finditer(text):
+        word = match.group(2)
+        before = text[:match.start(2)].split()
+        if word.startswith("-") or _NOT_A_SERVER.fullmatch(word) \
+                or before and re.search(r"--[\w-]*(backend|server|host|addr|url|endpoint)", before[-1]):
+            continue
+        return word
+    return None
 
 
 # Where a statement's status is read by what encloses it: a condition, a list, a pipeline, a negation, a subshell
@@ -432,19 +447,19 @@ _STATEMENT_BLOCKS = ("program", "do_group", "compound_statement", "if_statement"
                      "case_item")
 
 
-def _status_unheeded(node, blocks: dict, functions: dict, lines: list[str]) -> bool:
+def _status_unheeded(node, blocks: dict, functions: set, data: bytes) -> bool:
     """Nothing reads the bare wait's status, so `wait "$pid"` would read the same nothing (round 530's UQ_NAMD, round
     480's FFT benchmarks, round 472's dandelion filters: a wait that only lets the work end before the job goes on):
     the job's state is its last command's (bash(1): a script's status is that of the last command it ran; a
     compound command's, that of the last command of its body), and the wait is not that command: another statement
-    runs after it at its own level or at a level around it, and the first line of that statement does not read `$?`
-    (`rc=$?`, `if [ $? -ne 0 ]`), is no bare `exit` or `return` (alone or in `{ }`: they pass the wait's status on),
-    and calls no function of the script whose body reads `$?` or ends in a bare `exit`/`return` (bash leaves `$?` as
-    it was on entering a function). Nor is the wait a condition, a part of a list, pipeline or negation, or in a
+    runs after it at its own level or at a level around it, and that statement does not read `$?` (`rc=$?`, `if [ $?
+    -ne 0 ]`, a group or heredoc a few lines down: its first 4 KiB are read), is no bare `exit` or `return` (alone or
+    in `{ }`: they pass the wait's status on), and calls no function of the script whose first statement reads `$?`
+    or is a bare `exit`/`return` (bash leaves `$?` as it was on entering a function). Nor is the wait a condition, a part of a list, pipeline or negation, or in a
     subshell, or the last statement of a function (its status is the function's: the caller may read it). The
     caller has ruled out errexit, an ERR trap and a server step (a bare wait may hold a server until the time limit,
     whatever reads its status). A wait that is the job's last command keeps its finding: its 0 is the job's state.
-    Each block's statements are listed once (`blocks`) and only the next statement's first line is read: linear."""
+    Each block's statements are listed once (`blocks`) and at most 4 KiB of the next statement are read: linear."""
     child = node
     while child.parent is not None:
         parent = child.parent
@@ -458,10 +473,12 @@ def _status_unheeded(node, blocks: dict, functions: dict, lines: list[str]) -> b
             continue
         after = _statement_after(child, blocks)
         if after is not None:
-            row, column = after.start_point
-            first = lines[row][column:] if row < len(lines) else ""
-            return not (_READS_LAST_STATUS.search(first) or _PASSES_STATUS.match(first)
-                        or _calls_status_reader(after, first, functions))
+            # the next statement's text, its first 4 KiB (a group or heredoc that reads $? a few lines down), from the
+            # script's bytes: linear however large that statement is, and byte columns stay bytes
+            text = data[after.start_byte:min(after.end_byte, after.start_byte + 4096)].decode("utf-8", "replace")
+            first = text.split("\n", 1)[0]
+            return not (_READS_LAST_STATUS.search(text) or _PASSES_STATUS.match(first)
+                        or first.split()[:1] and first.split()[0] in functions)
         if parent.type == "program":
             return False  # the job's last command: its 0 is the job's state
         # the block ends with it: its status is the enclosing statement's (a loop, an if, a case, a { } group)
@@ -475,14 +492,19 @@ _READS_LAST_STATUS = re.compile(r"\$\?|\$\{\?\}|PIPESTATUS")
 _PASSES_STATUS = re.compile(r"\s*[{(]?\s*(exit|return)\s*(;\s*[})]?\s*)?($|#)")
 
 
-def _calls_status_reader(after, first: str, functions: dict) -> bool:
-    """The statement after the wait calls a function of the script (its first word) whose body reads `$?` or has a
-    bare `exit`/`return`: bash keeps `$?` on entering it (`check_status` that starts with `[ $? -ne 0 ]`)."""
-    words = first.split()
-    name = words[0] if words else ""
-    body = functions.get(name)
-    return body is not None and (_READS_LAST_STATUS.search(body) is not None
-                                 or re.search(r"(^|[;{\s])(exit|return)\s*(;|}|$)", body, re.M) is not None)
+def _status_readers(shell, data: bytes) -> set:
+    """The script's functions whose first statement reads `$?` or is a bare `exit`/`return` (`check_status() { [ $?
+    -ne 0 ] && ...; }`): called right after a wait, they read its status. Each function read once."""
+    found = set()
+    for name, node in function_definitions(shell):
+        body = node.child_by_field_name("body")
+        first = next((c for c in (body.named_children if body is not None else []) if c.type != "comment"), None)
+        if first is None:
+            continue
+        text = data[first.start_byte:min(first.end_byte, first.start_byte + 4096)].decode("utf-8", "replace")
+        if _READS_LAST_STATUS.search(text) or _PASSES_STATUS.match(text.split("\n", 1)[0]):
+            found.add(name)
+    return found
 
 
 def _started_in_subshell(node, lastpipe: bool, waits_inside: dict) -> bool:
@@ -533,9 +555,24 @@ def _has_bare_wait(node) -> bool:
 
 
 def _errexit_sourced(target) -> bool:
-    """A file of the repository that the script sources turns errexit on (`source ./strict.sh` holding
-    `set -euo pipefail`: base.sourced reads it)."""
-    return any("e" in set_effect(c).on for other in sourced(target).shells for c in other.named("set"))
+    """A file of the repository that the script sources turns errexit on or sets an ERR trap (`source ./strict.sh`
+    holding `set -euo pipefail`: base.sourced reads it)."""
+    return any(any("e" in set_effect(c).on for c in other.named("set")) or _err_trap(other)
+               for other in sourced(target).shells)
+
+
+def _err_trap(shell) -> bool:
+    """A `trap ACTION ... ERR` (the signal name in any case: bash 5.2 takes `err`), read from its signal names, not
+    its action's text; not `trap -p ERR` or `trap -l`, which print (bash(1), trap)."""
+    for command in shell.named("trap"):
+        words = [(a.value or a.raw) for a in command.args]
+        if words[:1] == ["--"]:
+            words = words[1:]
+        if not words or words[0].startswith("-"):
+            continue
+        if any(word.upper() == "ERR" for word in words[1:]):
+            return True
+    return False
 
 
 def _servers_left(shell) -> bool:
@@ -543,9 +580,12 @@ def _servers_left(shell) -> bool:
     not kill it before the next bare wait (_killed_before_wait: a server stopped on purpose, round two hundred and
     nine). Read once per script."""
     def find():
-        serving = [c for c in shell.commands if c.node is not None and backgrounded(c) and _serves(c)]
-        killed = _killed_before_wait(shell, serving) if serving else set()
-        return any(id(c) not in killed for c in serving)
+        serving = {id(c): (c, name) for c in shell.commands
+                   if c.node is not None and backgrounded(c) and (name := _serves(c)) is not None}
+        killed = _killed_before_wait(shell, [c for c, _ in serving.values()]) if serving else set()
+        # `pkill -f tritonserver`, `killall redis-server`: stopped by its name
+        named = {(a.value or a.raw).rsplit("/", 1)[-1] for k in shell.named("pkill", "killall") for a in k.args}
+        return any(key not in killed and name.rsplit("/", 1)[-1] not in named for key, (_, name) in serving.items())
     return shell.once("bare-wait servers left", find)
 
 
@@ -575,14 +615,12 @@ def check(target):
     # the wait's own status may go unread only where no errexit, no ERR trap and no server step can make it count
     # (the strict profile, our presets', keeps it: there every failure is to reach the job's state)
     # an ERR trap by its signal names, any case (bash 5.2 takes `err`), not its action's text
-    err_trap = any((a.value or a.raw).upper() in ("ERR", "SIGERR") for c in shell.named("trap") for a in c.args[1:])
-    unheeded = not target.strict and not errexit and not err_trap and not _errexit_sourced(target) \
+    unheeded = not target.strict and not errexit and not _err_trap(shell) and not _errexit_sourced(target) \
         and not any(runs_service(shell, c) or interactive_server(c) for c in background) \
         and not _servers_left(shell)
     blocks: dict = {}  # each block's statements, listed once (_statements)
-    functions = {name: node.text.decode("utf-8", "replace") for name, node in function_definitions(shell)} \
-        if unheeded else {}
-    lines = target.script.parsed.lines
+    data = shell.root.text if shell.root is not None and unheeded else b""
+    functions = _status_readers(shell, data) if unheeded else set()
     body_waits = _body_waits(shell)
     arms: dict = {}  # the arms of each if/case statement, found once
     for command in shell.named("wait"):
@@ -609,7 +647,7 @@ def check(target):
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
-        if started and not checked and not (unheeded and _status_unheeded(command.node, blocks, functions, lines)) \
+        if started and not checked and not (unheeded and _status_unheeded(command.node, blocks, functions, data)) \
                 and not (pair_possible and errexit is False and _foreground_pair(shell, command.node, placed, blocks)):
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "

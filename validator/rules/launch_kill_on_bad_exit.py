@@ -168,7 +168,27 @@ def _literal_one(shell, raw: str) -> bool:
     """`-n${NNODE}` where every value the file gives NNODE is the literal 1 (round 538's video-mamba-suite job:
     `NNODE=1`, then `srun -n${NNODE}`), read from the same literal values as timeout's durations."""
     found = re.fullmatch(r"\"?\$\{?([A-Za-z_]\w*)\}?\"?", raw)
-    return found is not None and _literal_values(shell).get(found.group(1)) == ["1"]
+    if found is None:
+        return False
+    name = found.group(1)
+    # set only by plain literal assignments: not `read`, `for`, `printf -v`, `(( ))`, nor `N=${N:-1}` (the environment
+    # may give it another value)
+    plain = shell.assigned(name)
+    return _literal_values(shell).get(name) == ["1"] and all("$" not in a.raw for a in plain) \
+        and name not in shell.once("names set otherwise", lambda: _set_otherwise(shell))
+
+
+def _set_otherwise(shell) -> set:
+    """Names the script sets other than by a plain assignment: `for N in`, `read N`, `printf -v N`, `mapfile N`,
+    `let`, `(( N = ... ))` (base.set_names finds them all; the plain assignments' names are left out unless set
+    otherwise too, as far as the text shows)."""
+    text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
+    found = set()
+    for command in shell.named("read", "mapfile", "readarray", "printf", "let"):
+        found |= {(a.value or "") for a in command.args if (a.value or "").isidentifier()}
+    found |= set(re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", text))
+    found |= set(re.findall(r"\(\([^)]*?\b([A-Za-z_]\w*)\s*[-+*/%]?=[^=]", text))
+    return found
 
 
 def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
@@ -752,13 +772,15 @@ def _standalone_torchrun(shell, command, program) -> bool:
                   or w in ("torch.distributed.run", "torch.distributed.launch") and i and words[i - 1] == "-m"), None)
     if start is None or shell.once("torchrun settings unseen", lambda: _torchrun_settings_unseen(shell)):
         return False
-    if "--standalone" in words[start:]:
+    script = next((k for k in range(start, len(words)) if words[k].endswith((".py", ".sh")) or words[k] == "-m"),
+                  len(words))
+    if "--standalone" in words[start:script]:  # torchrun's own flag, before the training script's words
         return True
     for i in range(start, len(words)):
         word = words[i]
-        if re.fullmatch(r"\"?\$\{?\w+\}?\"?|\"?\$\{?\w+\[@\]\}\"?", word) and not (
+        if word.lstrip("\"'").startswith(("$", "`")) and not (
                 words[i - 1].startswith("-") and "=" not in words[i - 1]):
-            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`: options the text does not show
+            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`, "$@", $(cat args): options the text does not show
         if not word.startswith("--"):
             continue
         name, has_value, value = word.partition("=")
@@ -772,9 +794,12 @@ def _standalone_torchrun(shell, command, program) -> bool:
 
 
 def _torchrun_settings_unseen(shell) -> bool:
-    """The file mentions torchrun's PET_ variables anywhere, or sources a file (which may set them)."""
+    """The file names torchrun's PET_ variables anywhere (`PET_NNODES`, not `SNIPPET_DIR`), or sources a file that
+    may set them (not a virtual environment's or conda's activate script)."""
     text = shell.root.text if shell.root is not None else b""
-    return b"PET_" in text or bool(shell.named("source", "."))
+    return re.search(rb"(?<![A-Za-z0-9_])PET_[A-Z_]+", text) is not None or any(
+        c.args and not re.search(r"(^|/)(activate|conda\.sh)$", c.args[0].value or c.args[0].raw)
+        for c in shell.named("source", "."))
 
 
 def _farm_worker(command, program, name: str) -> bool:

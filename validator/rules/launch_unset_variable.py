@@ -252,16 +252,19 @@ def _read_before_near_names(target, shell, expansion, close: list, set_by_script
     empty there too, so the read is of a name of its own (a review's probes: every way of setting a name counts)."""
     if in_function(expansion.node) or enclosing(expansion.node, _LOOP_TYPES) is not None:
         return False
-    lines = target.script.parsed.lines
-    for near in close:
-        if near not in set_by_script:
-            return False
-        pattern = re.compile(r"(?<![\w$])" + re.escape(near) + r"(?!\w)|\$\{?" + re.escape(near) + r"(?!\w)")
-        first = next((number for number, line in enumerate(lines, start=1)
-                      if not line.lstrip().startswith("#") and pattern.search(line)), None)
-        if first is None or first <= expansion.line:
-            return False
-    return True
+    first_named = shell.once("first line naming each word", lambda: _first_lines(target.script.parsed.lines))
+    return all(near in set_by_script and first_named.get(near, 0) > expansion.line for near in close)
+
+
+def _first_lines(lines: list[str]) -> dict:
+    """Each word of the script's lines that are no comment -> the first line (1-based) that names it; read once."""
+    found: dict = {}
+    for number, line in enumerate(lines, start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        for word in re.findall(r"[A-Za-z_]\w*", line):
+            found.setdefault(word, number)
+    return found
 
 
 _LOOP_TYPES = ("for_statement", "c_style_for_statement", "while_statement", "until_statement")
