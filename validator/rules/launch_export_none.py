@@ -8,7 +8,10 @@ unsets SLURM_EXPORT_ENV above its steps. A script that starts no step (no srun, 
 bootstraps its ranks through srun under Slurm, no other script or program it hands the job to) runs only in the
 batch shell, which keeps its environment: nothing to report. In a script nobody here wrote (the default profile)
 only a step the file shows counts (_SHOWN_STARTERS: srun, an MPI launcher, DeepSpeed told to launch through
-MPI), not a script or program it hands over to; and not an MPI launcher alone where the job loads a Hydra MPI
+MPI), not a script or program it hands over to; not a job that loads LRZ's `slurm_setup` module (LRZ's job
+templates pair it with --export=NONE and --get-user-env; the module is not readable here, so whether it sets
+SLURM_EXPORT_ENV for the steps is not known: judged false six times, rounds 481-542; the strict profile keeps the
+finding); and not an MPI launcher alone where the job loads a Hydra MPI
 (Intel MPI, MPICH, MVAPICH2: _hydra_mpi; or sets Intel MPI's I_MPI_ variables), whose ranks get the launcher's
 environment from their proxies.
 """
@@ -204,6 +207,8 @@ def check(target):
     shell = script.shell
     if _steps_export_all(shell) or _unset_before_steps(shell):
         return
+    if not target.strict and "slurm_setup" in _loaded_modules(shell):
+        return  # LRZ's site module after --export=NONE and --get-user-env: what it sets for the steps is not shown here
     sruns = shell.named("srun")
     if sruns and all(c.has_flag("--export") for c in sruns):
         return

@@ -27,12 +27,13 @@ not with an option per node (--gpus-per-node, --ntasks-per-node, -c: round four 
 review with probes found the first form of this too wide (variables read, --nodelist, --gpus, -c and
 --threads-per-core beside it, an ignored -n 64 beside an ignored -N 1) and quadratic in the directives; both fixed.
 """
+import functools
 import io
 import re
 import tokenize
 
 from validator.rules.base import as_int, first_work_line, invisible, is_submitter, looks_blank, one_host
-from validator.sbatch import parse_script
+from validator.sbatch import SPANK_OPTIONS, known_options, one_edit, parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
 SCOPE = "script"
@@ -56,7 +57,8 @@ def check(target):
     for directive in parsed.ignored_directives:
         if directive.line in inside or (work is not None and work < directive.line):
             continue
-        if not target.strict and asks_for_default(directive.text, directive.line, parsed, elsewhere, read):
+        if not target.strict and (asks_for_default(directive.text, directive.line, parsed, elsewhere, read)
+                                  or _no_sbatch_option(directive.text)):
             continue
         first = parsed.lines[parsed.first_command_line - 1].strip(" \t\r") if parsed.first_command_line else ""
         what = ", which holds only invisible characters" if invisible(first) else \
@@ -64,6 +66,25 @@ def check(target):
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}{what}) is ignored by Slurm; "
                "move it above")
+
+
+def _no_sbatch_option(text: str) -> bool:
+    """Every option of the ignored line is one no sbatch release knows, not even as a prefix (`--core-per-task=1`,
+    Open MPI's `--mca ...`: round 543's SPARTAN job), nor one edit from one: moved above the command it would make
+    sbatch refuse the job (getopt_long: "unrecognized option"), so its place below costs nothing that sbatch could
+    have done."""
+    names = [word[2:].split("=", 1)[0] for word in text.split()[1:] if word.startswith("--") and len(word) > 2]
+    if not names or any(not word.startswith("--") for word in text.split()[1:2]):
+        return False
+    table = _every_option()
+    # not a misspelling either (`--tme=1`: the author meant --time, and lost it twice)
+    return all(not any(known.startswith(name) or one_edit(name, known) for known in table) for name in names)
+
+
+@functools.lru_cache(maxsize=1)
+def _every_option() -> tuple[str, ...]:
+    """Every long option of any sbatch release 22.05-26.05 and of the SPANK plugins we know, read once."""
+    return tuple(known_options(tuple(SPANK_OPTIONS), None))
 
 
 # An option at its default value, the variable sbatch sets only when it is given (set_envs in src/sbatch/opt.c at
