@@ -328,13 +328,31 @@ SET_OPTIONS = {"allexport": "a", "braceexpand": "B", "emacs": "", "errexit": "e"
                "privileged": "p", "verbose": "v", "vi": "", "xtrace": "x"}
 
 
+# The loop statements of tree-sitter-bash (`until` is a while_statement there)
+LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
+
+
+def trap_words(command) -> list[str]:
+    """A `trap` command's words, a leading `--` (the end of its options) left out."""
+    words = [word.value if word.value is not None else word.raw for word in command.args]
+    return words[1:] if words[:1] == ["--"] else words
+
+
+def trap_signals(command) -> tuple[str, list[str]] | None:
+    """(action, signal names in upper case) of a `trap ACTION SIG...` that sets a trap, or None for one that only
+    prints or lists (`trap -p ERR`, `trap -l`) or has no signal (bash(1), trap; bash 5.2 takes a signal name in any
+    case: `err`, but refuses SIGERR)."""
+    words = trap_words(command)
+    if len(words) < 2 or words[0].startswith("-"):
+        return None
+    return words[0], [word.upper() for word in words[1:]]
+
+
 def traps_err(command) -> bool:
     """`trap 'echo failed; exit 1' ERR`: bash runs the trap when a command fails (bash(1), trap), and
     an `exit` there (with no status, or one other than 0) ends the script with a failure, as set -e does."""
-    words = [word.value or word.raw for word in command.args]
-    if len(words) < 2 or "ERR" not in words[1:]:
-        return False
-    return re.search(r"\bexit\b(?!\s+0\b)", words[0]) is not None
+    found = trap_signals(command)
+    return found is not None and "ERR" in found[1] and re.search(r"\bexit\b(?!\s+0\b)", found[0]) is not None
 
 
 def errexit_anywhere(script) -> bool:

@@ -28,24 +28,24 @@ another arm of an `if`/`case` that holds the wait never runs on the same pass as
 arm of a compound command runs), so that wait has nothing of it to collect (round two hundred and
 fifteen: MLPerf's run.sub, weak-scaling instances in the background and waited for in the `then` arm,
 strong-scaling runs in the foreground and a second `wait` in the `else` arm); not where the `if` sits in
-a loop or a function, which may take the other arm on an earlier turn or call. Nor, without errexit, a wait
-right after the one background run it collects (`python run.py &` then `wait`: a foreground run written long-hand)
-in a script that ends with its own `exit 0`: the job's state is that 0 either way (rounds 501 and 514).
-More generally, the default profile reports a bare wait only where its status counts (_status_unheeded): it is
+a loop or a function, which may take the other arm on an earlier turn or call.
+The default profile reports a bare wait only where its status counts (_status_unheeded): it is
 the job's last command (bash(1): a script's status is that of the last command it ran), errexit or an ERR trap
 is on, the statement after it reads `$?`, or it is a condition or part of a list; or a background step is a
 server the wait may hold until the time limit. Where another command runs after it and reads nothing of it
 (`wait` then `echo done`), `wait "$pid"` would lose the same status: the job's state is that later command's
 (rounds 472, 480 and 530; judges of read rounds called 22 such findings false and 12 true, the true ones for a
-job that ends COMPLETED whatever its steps did, which is the later command's doing). The strict profile keeps
-them: our presets want every failure to reach the job's state.
+job that ends COMPLETED whatever its steps did, which is the later command's doing). This also covers a wait right
+after the one background run it collects in a script that ends with its own `exit 0` (`python run.py &` then
+`wait`: a foreground run written long-hand; rounds 501 and 514), once a special case of its own. The strict profile
+keeps them all: our presets want every failure to reach the job's state.
 """
 import bisect
 import re
 
-from validator.rules.base import (WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
+from validator.rules.base import (LOOPS, WORK_PROGRAMS, always_runs, backgrounded, checks_results_after, enclosing,
                                   errexit_anywhere, function_definitions, interactive_server, set_effect, shell_payload,
-                                  ending_kill, sourced, statement_of)
+                                  ending_kill, sourced, statement_of, trap_signals)
 from validator.rules.launch_kill_on_bad_exit import interactive_session, runs_service
 from validator.rules.srun import program_words, step_program
 
@@ -119,7 +119,6 @@ def _work(command) -> bool:
     return command.name.rsplit("/", 1)[-1] in WORK_PROGRAMS and not interactive_server(command)
 
 
-_LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
 
 
 def _function_name(node) -> str | None:
@@ -251,7 +250,7 @@ def _in_other_arms(node, starts: list[int], cache: dict) -> int:
     found, child = 0, node
     parent = node.parent
     while parent is not None:
-        if parent.type in _LOOPS or parent.type == "function_definition":
+        if parent.type in LOOPS or parent.type == "function_definition":
             return 0
         if parent.type in ("if_statement", "case_statement"):
             if parent.id not in cache:
@@ -353,36 +352,6 @@ def _collected_in_block(node, placed: list[int], busy_calls: list[int]) -> bool:
     return not inside(placed) and not inside(busy_calls)
 
 
-def _foreground_pair(shell, node, placed: list[int], blocks: dict) -> bool:
-    """`srun ... &` right before the `wait` in the same block (comments between), nothing else started in that
-    block's statement: a foreground run written long-hand (rounds 501 and 514: one background run a loop turn, then
-    `wait`), where the script ends with its own `exit 0` below and has no errexit: the job's state is the author's
-    0 whatever the run did, foreground or not, so the wait loses nothing of its own. Elsewhere it may (a pair that
-    ends the job, or one followed only by a report: the run's status would have been the job's or strict mode's).
-    Siblings are found through each block's statements, listed once (`blocks`), and the top-level `exit 0`s once
-    per script: 10,000 pairs stay linear."""
-    before = _statement_before(node, blocks)
-    if before is None or bisect.bisect_left(placed, before.start_byte) == bisect.bisect_left(placed, before.end_byte):
-        return False  # the statement before starts no background work
-    after = before.next_sibling  # `cmd &`: the `&` is the command's sibling (tree-sitter-bash)
-    if after is None or after.type != "&" \
-            or bisect.bisect_left(placed, before.end_byte) - bisect.bisect_left(placed, before.start_byte) != 1:
-        return False
-    top = node
-    while top.parent is not None and top.parent.type != "program":
-        top = top.parent
-    # the author's own `exit 0` at the top level below: the job's state is set there
-    return shell.once("last top-level exit 0", lambda: _last_exit_zero(shell)) >= top.end_byte
-
-
-def _last_exit_zero(shell) -> int:
-    """Where the script's last top-level `exit 0` statement starts (-1: none)."""
-    root = shell.root
-    found = [c.start_byte for c in (root.named_children if root is not None else [])
-             if c.type == "command" and c.text.split() == [b"exit", b"0"]]
-    return max(found, default=-1)
-
-
 def _statements(block, blocks: dict) -> tuple[list, list[int]]:
     """A block's statements (comments, `elif` and `else` clauses left out) and their start bytes, listed once."""
     if block.id not in blocks:
@@ -396,13 +365,6 @@ def _statement_after(node, blocks: dict):
     items, starts = _statements(node.parent, blocks)
     k = bisect.bisect_left(starts, node.end_byte)
     return items[k] if k < len(items) else None
-
-
-def _statement_before(node, blocks: dict):
-    """The statement of the same block before `node` (comments skipped), or None."""
-    items, starts = _statements(node.parent, blocks)
-    k = bisect.bisect_left(starts, node.start_byte) - 1
-    return items[k] if k >= 0 else None
 
 
 # A background program that serves others, or watches, until it is stopped, by its name: a server (`./server`,
@@ -562,17 +524,8 @@ def _errexit_sourced(target) -> bool:
 
 
 def _err_trap(shell) -> bool:
-    """A `trap ACTION ... ERR` (the signal name in any case: bash 5.2 takes `err`), read from its signal names, not
-    its action's text; not `trap -p ERR` or `trap -l`, which print (bash(1), trap)."""
-    for command in shell.named("trap"):
-        words = [(a.value or a.raw) for a in command.args]
-        if words[:1] == ["--"]:
-            words = words[1:]
-        if not words or words[0].startswith("-"):
-            continue
-        if any(word.upper() == "ERR" for word in words[1:]):
-            return True
-    return False
+    """Any ERR trap, whatever its action does (base.trap_signals: by its signal names, not its action's text)."""
+    return any((found := trap_signals(c)) is not None and "ERR" in found[1] for c in shell.named("trap"))
 
 
 def _servers_left(shell) -> bool:
@@ -628,17 +581,15 @@ def check(target):
             continue
         at = command.node.start_byte
         checked = False  # one step collected, and the batch shell then tests what it left behind
-        pair_possible = False  # one background start since the last wait that surely ran (_foreground_pair)
         if _function_name(command.node) is not None:  # runs wherever it is called: as before
             started = at > first and not _collected_in_block(command.node, placed, busy_calls)
         else:
             # work started since, less what another arm of an if/case around the wait started
             since = bisect.bisect_left(starts, at) - bisect.bisect_right(starts, previous) \
                 - _in_other_arms(command.node, starts, arms)
-            checked = since == 1 and enclosing(command.node, _LOOPS) is None \
+            checked = since == 1 and enclosing(command.node, LOOPS) is None \
                 and checks_results_after(shell, command.node.end_byte)
-            pair_possible = since == 1
-            loop = enclosing(command.node, _LOOPS)
+            loop = enclosing(command.node, LOOPS)
             # work started since, counted with bisect (10,000 background steps stay fast); in a loop, work
             # started later in the body runs before it on the next turn
             in_loop = loop is not None and \
@@ -647,8 +598,7 @@ def check(target):
             in_body = loop is not None and command.node.parent is not None and command.node.parent.type == "do_group"
             if always_runs(command.node) or in_body and always_runs(loop):
                 previous = at  # a wait of the script's top level, or of the body of a top-level loop (run as written)
-        if started and not checked and not (unheeded and _status_unheeded(command.node, blocks, functions, data)) \
-                and not (pair_possible and errexit is False and _foreground_pair(shell, command.node, placed, blocks)):
+        if started and not checked and not (unheeded and _status_unheeded(command.node, blocks, functions, data)):
             yield (target.script.display, command.line, command.col,
                    "bare 'wait' after background steps: it returns 0 whatever they did "
                    "(and waits forever for a server step); keep each $! and 'wait \"$pid\"' to get its status")

@@ -109,8 +109,8 @@ def _may_start_steps(shell, strict: bool = True, one_node: bool = False) -> bool
     any read round rested on a script or program the job hands over to). Nor, there, an Open MPI launcher alone in a
     job of one node (`one_node`): its mpirun finds only its own node in the allocation and starts no daemon, so no
     srun ("only HNP in use", "no new daemons required": orte_plm_base_setup_virtual_machine in
-    orte/mca/plm/base/plm_base_launch_support.c of open-mpi/ompi at 26e99c0, the v4 line; PRRTE's
-    prte_plm_base_setup_virtual_machine says the same for v5): the ranks are mpirun's children, with the batch
+    orte/mca/plm/base/plm_base_launch_support.c of open-mpi/ompi at 01e9aca, ORTE of the v4 line; Open MPI 5's PRRTE
+    prints the same messages, but its source was not read here): the ranks are mpirun's children, with the batch
     shell's environment (rounds 481, 519 and 536: one-node mpirun jobs under --export=NONE, judged false)."""
     if not strict:
         shown = [c for c in shell.commands if _shown_starter(shell, c)]

@@ -30,7 +30,8 @@ work to the others).
 Nor has a step of `torchrun --standalone` (each task its own rendezvous: run() in
 torch/distributed/run.py at torch 2.13.0 sets endpoint localhost:0 and a fresh uuid as rdzv id) or of torchrun
 with no --nnodes above 1 and the static rendezvous (each agent hosts its own at master_addr:master_port,
-get_rdzv_endpoint at v2.13.0: a world per task; _standalone_torchrun), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
+get_rdzv_endpoint in torch/distributed/run.py at pytorch/pytorch 010929fd: a world per task;
+_standalone_torchrun), of Ray's per-node CLI (`ray stop`, `ray status`), of a per-node check
 inside a container (`singularity exec IMG netstat`), or whose tasks each take their own shard by
 task id (`--shard=$SLURM_PROCID` expanded in the step, `subpartition_number=$SLURM_PROCID`). `-n $SLURM_NTASKS` is the
 job's own task count, and `--ntasks=$NNODES` one task per node. An OpenFOAM application without
@@ -175,20 +176,7 @@ def _literal_one(shell, raw: str) -> bool:
     # may give it another value)
     plain = shell.assigned(name)
     return _literal_values(shell).get(name) == ["1"] and all("$" not in a.raw for a in plain) \
-        and name not in shell.once("names set otherwise", lambda: _set_otherwise(shell))
-
-
-def _set_otherwise(shell) -> set:
-    """Names the script sets other than by a plain assignment: `for N in`, `read N`, `printf -v N`, `mapfile N`,
-    `let`, `(( N = ... ))` (base.set_names finds them all; the plain assignments' names are left out unless set
-    otherwise too, as far as the text shows)."""
-    text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
-    found = set()
-    for command in shell.named("read", "mapfile", "readarray", "printf", "let"):
-        found |= {(a.value or "") for a in command.args if (a.value or "").isidentifier()}
-    found |= set(re.findall(r"\bfor\s+([A-Za-z_]\w*)\s+in\b", text))
-    found |= set(re.findall(r"\(\([^)]*?\b([A-Za-z_]\w*)\s*[-+*/%]?=[^=]", text))
-    return found
+        and name not in shell.once("names set otherwise", lambda: set_names(shell, plain=False))
 
 
 def _distributed_beyond_mpi_flag(shell, parsed) -> bool:
@@ -747,7 +735,7 @@ def _container_shell_per_node(shell, command, program) -> bool:
 
 
 # torchrun's options that select its rendezvous, by the prefixes argparse takes for them (allow_abbrev: `--nnode`,
-# `--rdzv-back`; get_args_parser in torch/distributed/run.py at v2.13.0)
+# `--rdzv-back`; get_args_parser in torch/distributed/run.py at pytorch/pytorch 010929fd, read for this rule)
 _NNODES = ("--nnodes",)
 _RDZV_BACKEND = ("--rdzv-backend", "--rdzv_backend")
 
@@ -758,7 +746,7 @@ def _standalone_torchrun(shell, command, program) -> bool:
     c10d on localhost:0 with a fresh uuid as rdzv id); with no --nnodes other than 1 and no --rdzv-backend other than
     static, each agent is a world of one node: --nnodes defaults to 1:1 and the backend to static, whose agent of node
     rank 0 hosts its own store at get_rdzv_endpoint's master_addr:master_port (127.0.0.1:29500 unless given; run.py
-    at v2.13.0) and waits for no other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun
+    at pytorch/pytorch 010929fd: --nnodes default "1:1", --rdzv-backend default "static") and waits for no other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun
     torchrun --nproc_per_node=4 main.py` on two nodes, or four such tasks on one node with --master_addr, where all
     but one fail at once on the port; the missing --nnodes is launch-node-count's finding there). A c10d or etcd
     backend joins the agents at its endpoint even for one node (a late agent waits for the next round): kept. So is a

@@ -125,7 +125,7 @@ def check(target):
     batch_shell = {(c.line, c.col) for c in _batch_shell_launchers(script.shell)}
     several = _several_nodes(script.parsed)
     asked_nodes = _job_nodes(script.parsed)
-    # torchrun reads PET_NNODES as its --nnodes (argparse_util.env at torch v2.13.0): set in the file to a value
+    # torchrun reads PET_NNODES as its --nnodes (action=env in run.py at pytorch/pytorch 010929fd): set to a value
     # other than 1 (an assignment, an export, `--export=...,PET_NNODES=2`), not in a comment or by unset
     pet_nnodes = any(found.group(1).strip("'\"") not in ("1", "1:1")
                      for line in script.parsed.lines if not line.lstrip().startswith("#")

@@ -51,7 +51,7 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 import ast
 import re
 
-from validator.rules.base import (GOOD_BATCH, WORK_PROGRAMS, bad_batch, checks_results_after, endless_loop,
+from validator.rules.base import (GOOD_BATCH, LOOPS, WORK_PROGRAMS, bad_batch, checks_results_after, endless_loop,
                                   heredoc_code, is_batch_script, program_base_name, set_effect, sourced,
                                   top_level_statement, traps_err)
 from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
@@ -80,7 +80,6 @@ def _top_level(command) -> bool:
     return False
 
 
-_LOOPS = ("for_statement", "c_style_for_statement", "while_statement")  # tree-sitter-bash: `until` is a while
 
 
 def _loop_step(command):
@@ -93,7 +92,7 @@ def _loop_step(command):
     if node.parent is None or node.parent.type != "do_group":
         return None
     step, body = node, node.parent
-    while body.parent is not None and body.parent.type in _LOOPS:
+    while body.parent is not None and body.parent.type in LOOPS:
         outer = body.parent
         while outer.parent is not None and outer.parent.type == "redirected_statement":
             outer = outer.parent  # `done > log`: the loop with its redirection is the statement

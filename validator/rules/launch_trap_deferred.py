@@ -26,7 +26,7 @@ Holds for: 22.05-26.05 (the B: flag and its text are the same in both).
 import re
 
 from validator.rules.base import (backgrounded, enclosing, function_definitions, in_function, is_batch_script, job_work,
-                                  signal_name)
+                                  signal_name, trap_words)
 from validator.shell import parse_shell
 
 ID = "launch-trap-deferred"
@@ -59,15 +59,10 @@ def _batch_signal(parsed):
     return last if batch else None
 
 
-def _trap_words(command) -> list:
-    words = [a.value if a.value is not None else a.raw for a in command.args]
-    return words[1:] if words[:1] == ["--"] else words
-
-
 def _handler(command, signal: str):
     """What this `trap` does to `signal`: None when it does not name it; "" when it resets or ignores it
     (`trap - SIG`, `trap '' SIG`, `trap SIG`); else the action's text."""
-    words = _trap_words(command)
+    words = trap_words(command)
     if not words or words[0] in ("-p", "-l"):
         return None
     if len(words) == 1:  # `trap USR1`: resets USR1 (bash(1), trap)

@@ -48,8 +48,8 @@ from collections import Counter
 import re
 from functools import lru_cache
 
-from validator.rules.base import (CODE_PRINTERS, SHELL_VARIABLES, always_runs, enclosing, in_function, is_submitter,
-                                  reads_unseen, set_effect, set_names, sourced)
+from validator.rules.base import (CODE_PRINTERS, LOOPS, SHELL_VARIABLES, always_runs, enclosing, in_function,
+                                  is_submitter, reads_unseen, set_effect, set_names, sourced)
 from validator.sbatch import DATA, one_edit
 
 ID = "launch-unset-variable"
@@ -250,7 +250,7 @@ def _read_before_near_names(target, shell, expansion, close: list, set_by_script
     (an assignment, `for`, `read`, `printf -v`, `(( ))`, `${X:=...}`, a read of it), lies below it; and the script
     itself sets each near name (one a readable sourced file sets may be set above it). The near name would then be
     empty there too, so the read is of a name of its own (a review's probes: every way of setting a name counts)."""
-    if in_function(expansion.node) or enclosing(expansion.node, _LOOP_TYPES) is not None:
+    if in_function(expansion.node) or enclosing(expansion.node, LOOPS) is not None:
         return False
     first_named = shell.once("first line naming each word", lambda: _first_lines(target.script.parsed.lines))
     return all(near in set_by_script and first_named.get(near, 0) > expansion.line for near in close)
@@ -266,8 +266,6 @@ def _first_lines(lines: list[str]) -> dict:
             found.setdefault(word, number)
     return found
 
-
-_LOOP_TYPES = ("for_statement", "c_style_for_statement", "while_statement", "until_statement")
 
 
 def _unseen_setters(target, unread_own) -> bool:

@@ -25,7 +25,7 @@ the real key, `WANDB_API_KEY=... # your key`, is a secret), and every copy of on
 import bisect
 import re
 
-from validator.rules.base import enclosing, node_key, set_effect, sourced
+from validator.rules.base import LOOPS, enclosing, node_key, set_effect, sourced
 from validator.secrets import built_from_public, copies, is_secret, placeholder_only
 ID = "security-xtrace"
 SEVERITY = "error"
@@ -55,7 +55,7 @@ def check(target):
                    f"xtrace prints expanded values into the log while {secrets[0]} is in scope")
 
 
-_LOOPS_AND_FUNCTIONS = ("for_statement", "c_style_for_statement", "while_statement", "function_definition")
+_LOOPS_AND_FUNCTIONS = LOOPS + ("function_definition",)
 
 
 def _untraces(command) -> bool:
