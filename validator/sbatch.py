@@ -393,8 +393,11 @@ TEMPLATE = _TEMPLATE
 # - a launcher's doubled brackets, --time=[[DURATION]], --nodes=[[TOTAL_NODES]] (round four hundred and thirty-six:
 #   cosmos-rl's dispatch_job.py replaces each before it submits the rendered copy); not in the body, where
 #   `if [[DEBUG]]; then` is bash's test without its blanks, a defect shellcheck reports.
+# `{ee.time}`, `{slurm.ee}`: str.format's attribute fields (cloudmesh-ee's job templates, round 546); bash expands
+# braces only around a comma or `..`, so a dotted name in braces is no shell word of its own
 VALUE_TOKEN = re.compile(r"(?<![\w.@])@[a-z_][A-Za-z0-9_]{0,62}@"
                          r"|(?<![{$])\{(?=[A-Z0-9_]{0,62}[a-z])[A-Z][A-Za-z0-9_]{0,62}\}(?!\})"
+                         r"|(?<![{$])\{[a-z_][a-z0-9_]{0,62}(?:\.[a-z_][a-z0-9_]{0,62}){1,4}\}(?!\})"
                          r"|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")
 # the setup script's `@NAME`: only a whole value (`--time=@RUN_T`, not `gpu&@HBM`) or a whole directive
 _WHOLE_TOKEN = re.compile(r"@[A-Z][A-Z0-9_]{1,62}|\[\[[A-Z][A-Z0-9_]{0,62}\]\]")  # also `#SBATCH [[EXTRA_ARGS]]`

@@ -407,8 +407,10 @@ def _own_shard(text: str) -> bool:
 # round two's three cloudai reference jobs, judged false), extract.sh (untar a node's inputs into its local
 # scratch: round two hundred and four's HyperQueue job, judged false). Not archive.sh, which carries the
 # results back: the job must fail with it (launch-strict-mode reads this table too; judged true there).
+# max_gpu_app_clocks.sh (set each node's GPU application clocks before HPL and reset them after, one task a node:
+# round 546, two findings judged false).
 _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|download|install|prefetch|stage|monitor"
-                            r"|extract|unpack|untar|unzip"
+                            r"|extract|unpack|untar|unzip|clocks?"
                             r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
                             r"([-_][\w-]*)?\.(sh|py)$")
 # A script name that says it runs the job's work, whatever helper word it also holds

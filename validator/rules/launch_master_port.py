@@ -39,6 +39,13 @@ a single process on one GPU rarely makes one (read rounds 171, 184, 209 and 220:
 judged false, a plain program that read nothing, a Lightning Trainer on one device; round 180's one
 true: lm_eval's Megatron model makes a group of one). A launcher's own --master_port or
 --rdzv-endpoint is still reported there: the launcher binds it. Strict profile: reported.
+A MASTER_PORT exported where torchrun (or torch.distributed.launch, its older name: the same parser and run(),
+torch/distributed/launch.py at torch 2.13.0) is the only program that could read it is never read: the launcher takes
+its port from --master-port or PET_MASTER_PORT and sets each worker's MASTER_PORT itself (`_start_workers` in
+torch/distributed/elastic/agent/server/local_elastic_agent.py). Where that launcher names no port, endpoint, backend
+or --standalone, it binds its default, 29500 (the static rendezvous at master_addr:master_port): the finding is said
+on the launcher's line, not the export's (round 546: two exports judged false, the port they meant to set never
+bound; round 166's one judged true for the collision the launcher's own port makes).
 Holds for: every release (22.05-26.05).
 """
 import re
@@ -46,7 +53,7 @@ import re
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, as_int, bad_batch, enclosing_command,
                                   enclosing_command_name, gres_gpus, is_decimal, launcher_commands, maybe_whole_nodes,
                                   non_ascii_number, read_beyond_parse, srun_option, unasked_gpu_launcher,
-                                  whole_nodes)
+                                  whole_nodes, with_payloads)
 from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
 
 ID = "launch-master-port"
@@ -140,7 +147,7 @@ _STARTERS = MPI_LAUNCHERS | {"deepspeed", "accelerate", "jsrun", "lightning"}
 # one of _STARTERS); `python -m torch.distributed.run` is torchrun
 # (`python3 -m venv ENV`, pip, ensurepip, virtualenv: tools that make an environment, read no MASTER_PORT; round
 # three hundred and seventy-one)
-_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+(?:torch\.distributed\.run|venv|pip|ensurepip"
+_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+(?:torch\.distributed\.(?:run|launch)|venv|pip|ensurepip"
                            r"|virtualenv)\b)|"
                            + "|".join(re.escape(n) for n in sorted(_STARTERS)) + r")(?![\w.-])")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
@@ -227,6 +234,37 @@ def _one_process(script) -> bool:
     return True
 
 
+# torchrun's options that choose its rendezvous port or backend (argparse takes any unique prefix of 4 or more)
+_PORT_OPTIONS = ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint", "--rdzv-backend",
+                 "--rdzv_backend", "--standalone")
+
+
+def _default_port(script, command) -> bool:
+    """A launcher that binds torchrun's default port: the static rendezvous (the default backend) at
+    master_addr:29500 (get_rdzv_endpoint and the --master-port default in torch/distributed/run.py at torch 2.13.0,
+    which torch.distributed.launch shares), where no option before the training script names a port, an endpoint,
+    another backend or --standalone (a free port), no word there is an expansion (options the text does not show),
+    and nothing in the file names a PET_ variable (argparse_util.env reads PET_MASTER_PORT)."""
+    words = [a.value or a.raw for a in command.args]
+    if any("PET_" in line for line in script.lines if not line.lstrip().startswith("#")):
+        return False
+    for word in words:
+        if word.endswith((".py", ".sh")) or word == "-m" and words.index(word) > 1:
+            break
+        if word.lstrip("\"'").startswith(("$", "`")):
+            return False
+        name = word.split("=", 1)[0]
+        if len(name) >= 4 and name.startswith("--") and any(o.startswith(name) for o in _PORT_OPTIONS):
+            return False
+    return True
+
+
+def _old_launchers(shell) -> list:
+    """`python -m torch.distributed.launch`, also in a step or payload."""
+    return [c for c, _ in with_payloads(shell) if c.name.rsplit("/", 1)[-1].startswith("python")
+            and [a.value for a in c.args[:2]] == ["-m", "torch.distributed.launch"]]
+
+
 def _findings(script, exported_ignored: bool = False):
     """exported_ignored: a MASTER_PORT the script sets is not reported (a job of one process: check())."""
     shell = script.shell
@@ -245,16 +283,28 @@ def _findings(script, exported_ignored: bool = False):
     # default 29500, and sets each worker's MASTER_PORT itself (round ninety-seven)
     # (read also where the parse sees no expansion: `$MASTER_PORT` in a single-quoted `bash -c` payload)
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
-    dead_export = bool(launchers) and "MASTER_PORT" not in used and not _OTHER_READER.search(code) \
+    # (torch.distributed.launch is torchrun with the same parser and run(): torch/distributed/launch.py at torch
+    # 2.13.0; its workers get MASTER_PORT from the agent too, local_elastic_agent.py's _start_workers; round 546)
+    dead_export = bool(launchers or _old_launchers(shell)) and "MASTER_PORT" not in used \
+        and not _OTHER_READER.search(code) \
         and not read_beyond_parse(script, "MASTER_PORT")
+    defaulted = []  # launchers that bind their default port while the script exports one they never read
     for a in shell.assignments:
         # a literal, or the default of ${MASTER_PORT:-29500}; the text of another expansion is no port
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
         if dead_export and message and (message.startswith(_FIXED) or _EPHEMERAL in message):
+            if a.name == "MASTER_PORT" and a.exported and not defaulted:
+                defaulted = [c for c in launchers + _old_launchers(shell) if _default_port(script, c)] or [None]
             continue  # a well-formed port nothing binds (a value that is no port at all is still said)
         if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)) \
                 and not (exported_ignored and (message.startswith(_FIXED) or _EPHEMERAL in message)):
             yield (script.display, a.line, a.col, message)
+    for command in (c for c in defaulted if c is not None):
+        name = "torchrun" if command.name == "torchrun" else "torch.distributed.launch"
+        yield (script.display, command.line, command.col,
+               f"{_FIXED} 29500, {name}'s default, collides when two jobs share a node (the exported MASTER_PORT "
+               f"is never read: {name} takes --master-port or PET_MASTER_PORT); pass --master-port derived from "
+               "SLURM_JOB_ID")
     for command in launchers:
         if _elastic(command, shell):
             continue

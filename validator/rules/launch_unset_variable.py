@@ -42,6 +42,17 @@ off, its words vanish (WESTPA's template). Nor a name whose value is assigned to
 expansion whose value goes into a name the file reads nowhere and never exports (round four hundred and ninety-six's
 NEMO job: that PROCS is never used again): empty or not, nothing the job does changes; not inside arithmetic,
 where an empty value may fail the expansion (bash drops the rest of the line, dash and ksh93 stop).
+In the default profile an unknown SLURM_ name is reported only where it is a misspelling of Slurm's: one edit from
+a name Slurm sets or reads, or from a known site's (SLURM_TMPDIRS), or a name Slurm sets glued to a suffix
+(`$SLURM_ARRAY_TASK_ID_30runs`, `$SLURM_JOB_ID_0`: the shell reads one name; `${SLURM_ARRAY_TASK_ID}_30runs` was
+meant). A SLURM_ name far from all of them may be a site's own, set for every job by its prolog or submit filter
+(TACC's SLURM_QUEUE, a site array wrapper's SLURM_ARRAYID: rounds 478, 537 and 542, five findings judged false; a
+TaskProlog's `export NAME=value` lines reach the tasks, _proc_stdout in src/slurmd/slurmstepd/task.c): strict only.
+Nor, in the default profile, a near-miss read before its near name is named anywhere (outside functions and loops):
+the near name is empty there too, and a name read before the script sets anything like it is the job's input from
+the submitter's environment, which sbatch passes on by default (--export=ALL, sbatch.1 at slurm-22-05-0-1 and
+slurm-26-05-1-1; round 515's DATA_DIR beside DATADIR, round 542's ENSM beside RENSM, both documented as exported
+by the user). A list split into an array of a near name (`LMDEFS=($MDEFS)`) is made from this one, as a copy is.
 """
 import difflib
 from collections import Counter
@@ -171,7 +182,7 @@ _EVAL_OUTPUT = re.compile(r"^[\"']?\$\(\s*(?:(?:command|builtin|env)\s+)?([\w./-
 
 # Nodes between an expansion and the assignment that takes its value: a string, words joined, arithmetic
 _VALUE_PARTS = ("string", "concatenation", "arithmetic_expansion", "binary_expression", "unary_expression",
-                "parenthesized_expression", "ternary_expression")
+                "parenthesized_expression", "ternary_expression", "array")
 
 
 def _assigned_to(node) -> str | None:
@@ -249,7 +260,8 @@ def _read_before_near_names(target, shell, expansion, close: list, set_by_script
     functions and loops (which may run it later, or again), and the first line naming each near name, in any way
     (an assignment, `for`, `read`, `printf -v`, `(( ))`, `${X:=...}`, a read of it), lies below it; and the script
     itself sets each near name (one a readable sourced file sets may be set above it). The near name would then be
-    empty there too, so the read is of a name of its own (a review's probes: every way of setting a name counts)."""
+    empty there too, so the read is of a name of its own: the job's input, or a sourced file's (a review's probes:
+    every way of setting a name counts)."""
     if in_function(expansion.node) or enclosing(expansion.node, LOOPS) is not None:
         return False
     first_named = shell.once("first line naming each word", lambda: _first_lines(target.script.parsed.lines))
@@ -266,6 +278,27 @@ def _first_lines(lines: list[str]) -> dict:
             found.setdefault(word, number)
     return found
 
+
+
+def _glued(name: str) -> str | None:
+    """The longest name Slurm sets that this one starts with followed by `_` (`$SLURM_JOB_ID_0`,
+    `$SLURM_ARRAY_TASK_ID_30runs`: the shell reads the suffix as part of the name; `${SLURM_JOB_ID}_0` was meant), or
+    None."""
+    parts = name.split("_")
+    for end in range(len(parts) - 1, 1, -1):
+        head = "_".join(parts[:end])
+        if head in slurm_set_variables():
+            return head
+    return None
+
+
+def _near_slurm_name(name: str) -> bool:
+    """One edit from a name Slurm sets or reads (`SLURM_TIME_LIMIT`, one `_` from srun's input SLURM_TIMELIMIT), or
+    from a site's that is known (`SLURM_TMPDIRS`): a misspelling. A SLURM_ name far from all of them may be a site's
+    own (TACC sets SLURM_QUEUE in its jobs, a site's array wrapper SLURM_ARRAYID: rounds 478, 537 and 542, five
+    findings judged false)."""
+    return any(one_edit(name, known) for known in difflib.get_close_matches(name, slurm_variables() | _SITE, n=3,
+                                                                            cutoff=0.85))
 
 
 def _unseen_setters(target, unread_own) -> bool:
@@ -326,7 +359,12 @@ def check(target):
             close = difflib.get_close_matches(name, slurm_set_variables(), n=1, cutoff=0.85)
             if name in tested and not close:
                 continue  # a site's variable, used where the site sets it (the script checks); a misspelling is not
-            hint = f"; did you mean {close[0]}?" if close else ""
+            glued = _glued(name)
+            if not close and not glued and not target.strict and not _near_slurm_name(_HET_GROUP.sub("", name)):
+                reported.add(name)  # the same answer for every read of it: looked up once
+                continue  # far from every Slurm name: a site's own (TACC's SLURM_QUEUE), left to the strict profile
+            hint = f"; did you mean {close[0]}?" if close else f"; did you mean ${{{glued}}}{name[len(glued):]}?" \
+                if glued else ""
             reported.add(name)
             yield (target.script.display, expansion.line, expansion.col,
                    f"${name}: Slurm sets no such variable and the script does not either{hint}")
@@ -342,8 +380,8 @@ def check(target):
             close = _near_miss(name, index, other_than=receiver)
             if not close:
                 continue
-        if close and unseen and _read_before_near_names(target, shell, expansion, _near_miss(name, index, n=8),
-                                                        set_by_script):
+        if close and not target.strict and _read_before_near_names(target, shell, expansion,
+                                                                   _near_miss(name, index, n=8), set_by_script):
             # read before its near name is named anywhere, where a file not there to read may set names (round
             # 529's `source ./Panel_config.sh` then `echo $FASTQ_DIR`, FASTQC_DIR set below): a name of its own
             reported.add(name)
