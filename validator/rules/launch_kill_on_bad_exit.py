@@ -54,6 +54,9 @@ work (the job's end stops it), also where its kept PID is read only to `kill` it
 A step with srun --wait=N (-W N, N > 0) ends N seconds after its first task exits: nothing hangs
 to the time limit (src/srun/launch.c _setup_max_wait_timer at slurm-26-05-1-1; launch_slurm.c and
 libsrun/srun_job.c at slurm-22-05-0-1).
+Nor a step srun refuses before any task starts: a task count that is no number (srun.refused_task_count), or more
+nodes than the job's literal --nodes (`srun --nodes=8` in a job of `--nodes 2`: "Only allocated 2 nodes asked for
+8", srun.exceeds_job_nodes; round 546).
 An explicit --kill-on-bad-exit=0 is the author's decision (a supervisor of their own restarts the
 lost task), not an omission: not reported.
 """
@@ -66,7 +69,8 @@ from validator.rules.base import (ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVER
                                   interactive_server, one_host, payload_text, program_base_name,
                                   requested_gpus_per_node, set_names, shell_payload, signal_name, srun_option,
                                   statement_of)
-from validator.rules.srun import own_options, program_values, program_words, refused_task_count, step_program
+from validator.rules.srun import (exceeds_job_nodes, own_options, program_values, program_words, refused_task_count,
+                                  step_program)
 from validator.sbatch import SLURM_TIME, TEMPLATE, VALUE_TOKEN, before
 from validator.shell import WRAPPER_VALUED, Word
 
@@ -1284,7 +1288,8 @@ def check(target):
         own = own_options(command, shell)  # `srun ... reframe -n NAME`: -n is reframe's, not srun's
         kill = srun_option(shell, own, "--kill-on-bad-exit", "-K")
         if kill is not None or _ends_after_first_exit(shell, own) or _under_timeout(shell, command, target.script.parsed) \
-                or refused_task_count(command, shell, bool(target.script.parsed.template_lines)):  # no task starts
+                or refused_task_count(command, shell, bool(target.script.parsed.template_lines)) \
+                or exceeds_job_nodes(own, target.script.parsed, shell):  # no task starts
             continue
         component = _step_component(shell, target.script.parsed, own)
         if component is not None and _one_task(shell, component, own, target.strict) \

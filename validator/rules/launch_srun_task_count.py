@@ -10,8 +10,15 @@ literal values that are no template's token (`{ntasks}`, `@NTASKS@`, `__NTASKS__
 reported: a forgotten `$`), and only where the
 srun command parses whole (a template's `-n $((~~NODES~~ * ~~PPN~~))` does not).
 Holds for: 22.05-26.05.
+Also a step that asks more nodes than the job has: srun's own literal --nodes/-N above the job's literal --nodes
+stops with "Only allocated N nodes asked for M" before any task starts (_job_create_structure in
+src/srun/libsrun/srun_job.c at slurm-22-05-0-1, src/srun/srun_job.c at slurm-26-05-1-1; round 546's
+`srun --nodes=8` in a job of `--nodes 2`, a step judged unable to start). Not where srun names another job or
+component (--jobid, --het-group), the job's count is a range or an expansion, or the job is heterogeneous
+(srun.exceeds_job_nodes). sbatch's command line may raise --nodes over the directive; a script that says 2 and
+runs a step of 8 is wrong as written.
 """
-from validator.rules.srun import refused_task_count, srun_commands
+from validator.rules.srun import exceeds_job_nodes, own_options, refused_task_count, srun_commands
 
 ID = "launch-srun-task-count"
 SEVERITY = "error"
@@ -29,6 +36,12 @@ def check(target):
     for command in srun_commands(shell):
         refused = refused_task_count(command, shell, bool(target.script.parsed.template_lines))
         if refused is None:
+            asked = exceeds_job_nodes(own_options(command, shell), target.script.parsed, shell)
+            if asked is not None:
+                nodes = target.script.parsed.value("nodes")
+                yield (target.script.display, command.line, command.col,
+                       f"srun asks {asked} nodes in a job of --nodes={nodes}: srun stops with 'Only allocated "
+                       f"{nodes} nodes asked for {asked}' before any task starts")
             continue
         option, value = refused
         hint = " (srun has no -np: that is mpirun's; write -n N)" if option == "-n" and value.startswith("p") else ""
