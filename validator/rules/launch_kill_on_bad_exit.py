@@ -417,6 +417,10 @@ _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|do
                             r"|extract|unpack|untar|unzip|clocks?"
                             r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
                             r"([-_][\w-]*)?\.(sh|py)$")
+# A python script that looks after the node itself (drops its page cache, cleans its scratch, watches it): a
+# narrower list than _HELPER_SCRIPT's, whose extract, download, stage or setup name python programs of the job's
+# own work (round 552: five such steps judged true, extract_biases.py an mpi4py world among them)
+_NODE_CARE_PY = re.compile(r"(?i)(^|[/_-])(drop|drop[-_]?caches?|clean|cleanup|clear[-_]?cache|monitor)\.py$")
 # A script name that says it runs the job's work, whatever helper word it also holds
 _WORK_SCRIPT = re.compile(r"(?i)(^|[-_])(train|training|run|launch|main|submit|job|exec|solve|simulate)([-_.]|$)")
 # OpenFOAM's applications run as one serial process unless given -parallel (then they are MPI ranks
@@ -585,6 +589,10 @@ def helper_step(shell, command) -> bool:
     if name in ("bash", "sh"):  # `srun bash slurm-metadata.sh`, `bash $DIR/power_monitor.sh`: the name says it
         rest = program_words(command, program)
         if rest and not rest[0].raw.startswith("-") and _helper_script(rest[0].raw):
+            return True
+    if name.startswith("python"):  # `python /workspace/bert/drop.py`: MLPerf's per-node cache drop (round 552)
+        rest = program_words(command, program)
+        if rest and not rest[0].raw.startswith("-") and _NODE_CARE_PY.search(rest[0].raw.strip("\"'")):
             return True
     inner = _payload(shell, command, program, name)
     return inner is not None and all(_per_node(shell, c) for c in inner.commands)
