@@ -612,6 +612,8 @@ def _per_node(shell, command) -> bool:
         return True
     if len(command.args) == 1 and command.args[0].value in _ONLY_INFO:
         return True
+    if name == "taskset" and any(a.value and re.fullmatch(r"-[a-z]*p[a-z]*|--pid", a.value) for a in command.args):
+        return True  # `taskset -c -p PID`: prints (or sets) a running process's CPU list, runs no program (round 552)
     if name.startswith("python") and [a.value for a in command.args[:2]] == ["-m", "pip"]:
         return True  # `python3.8 -m pip install ...`: pip, as _PER_NODE has it
     script = next((a for a in command.args if not a.raw.startswith("-")), None)
