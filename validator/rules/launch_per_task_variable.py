@@ -60,6 +60,7 @@ Not reported where node 0's value does no harm:
   such heredoc echo lines). Our presets (the strict profile) keep it: a log line that says node 0 for every node misleads.
 """
 import re
+from functools import lru_cache
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, bad_batch, declared_names, enclosing,
                                   exported_functions, gres_gpus, is_batch_script, launcher_commands, read_beyond_parse,
@@ -334,10 +335,16 @@ def _node_rank(lines: list[str], expansion, holder: str | None) -> bool:
     before = lines[expansion.line - 1][:max(0, expansion.col - 1)] if 0 < expansion.line <= len(lines) else ""
     if _NODE_RANK_OPTION.search(before):
         return True
-    if holder is None:
-        return False
-    use = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+)[\"']?\$\{?" + re.escape(holder) + r"\b")
-    return any(use.search(line) for line in lines)
+    return holder is not None and holder in _node_rank_names(tuple(lines))
+
+
+_NODE_RANK_NAME = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+)[\"']?\$\{?(\w+)")
+
+
+@lru_cache(maxsize=8)
+def _node_rank_names(lines: tuple) -> frozenset:
+    """The names the script writes after a node-rank option, read once per script (a scan per holder was quadratic)."""
+    return frozenset(name for line in lines for name in _NODE_RANK_NAME.findall(line))
 
 
 def check(target):
