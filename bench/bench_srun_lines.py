@@ -18,7 +18,8 @@ numbers; "python-checks", 2,000 print-only `python - <<'PY'` checks after a trai
 lines of blanks; "loop-turns", 2,500 loops of a teed step and an echo; "misspelt-directives", 10,000 `#SBACTH`
 lines; "timeout-variables", 5,000 steps under `timeout $Ln` with the durations set in the file; "multi-prog",
 10,000 --multi-prog steps; "pipeline-background", 10,000 background steps in one pipeline's loop; "unread-per-task",
-5,000 per-task values nothing reads. shellcheck is off (--no-shellcheck): this
+5,000 per-task values nothing reads; "rank-holders", 5,000 per-task values each handed to a step's --rank.
+shellcheck is off (--no-shellcheck): this
 times the validator's own parse and rules. Prints the median of RUNS runs (wall seconds) per shape.
 """
 from __future__ import annotations
@@ -107,6 +108,10 @@ def shapes() -> dict[str, str]:
                 f"  srun -n1 ./s{i} \"$l\" &\n" for i in range(LINES)) + "done\nwait\n",
             "unread-per-task": HEAD + "".join(f"p{i}=\"rank_${{SLURM_PROCID}}.{i}\"\n" for i in range(LINES // 2))
             + "srun -K1 hostname\n",
+            # 5,000 per-task values each handed to a step's own --rank (launch-per-task-variable's node-rank test read
+            # every line once per holder: 3.6 s for 4,000 holders at 76f1e9e)
+            "rank-holders": HEAD + "".join(f"r{i}=$SLURM_PROCID\n" for i in range(LINES // 2))
+            + "".join(f"srun -K1 ./app --rank \"$r{i}\"\n" for i in range(LINES // 2)),
             # 5,000 `srun ... &` / `wait` pairs without errexit and a wait followed by 20,000 comment lines
             # (launch-bare-wait lists each block's statements once: 14.9 s and 1.1 s at 397ba02, which walked sibling by
             # sibling; a review's 100,000 comment lines took 21 s there)
