@@ -374,11 +374,25 @@ def _negated_group(finding: Finding, script) -> bool:
     at = finding.col - 1  # shellcheck's column: the character after the `!`
     if not (0 < at < len(line) and line[at - 1:at + 1] == "!(" and "[[" in line[:at]):
         return False
-    return not any(_EXTGLOB.search(text) for text in _lines(script))
+    return not _extglob_named(script)
 
 
-# `shopt -s extglob` (or `shopt -s nullglob extglob`), `#!/bin/bash -O extglob`: extglob on (a comment naming it is not)
-_EXTGLOB = re.compile(r"^\s*(?:shopt\b[^#]*|#!.*-O\s*)\bextglob\b")
+# `shopt -s extglob` anywhere in a line's code (`set -e; shopt -s extglob`, a function's body), `#!/bin/bash -O
+# extglob`: extglob may be on (a comment naming it is not)
+_EXTGLOB = re.compile(r"(?:^|[;&|({\s])shopt\b[^#\n]*\bextglob\b|^#!.*-O\s*extglob\b", re.M)
+
+
+_EXTGLOB_SEEN: dict = {}  # id(script) -> (script, answer): read once per script (a few scripts at a time)
+
+
+def _extglob_named(script) -> bool:
+    """Whether the script may turn extglob on; read once per script."""
+    kept = _EXTGLOB_SEEN.get(id(script))
+    if kept is None or kept[0] is not script:
+        if len(_EXTGLOB_SEEN) > 64:
+            _EXTGLOB_SEEN.clear()
+        kept = _EXTGLOB_SEEN[id(script)] = (script, _EXTGLOB.search("\n".join(_lines(script))) is not None)
+    return kept[1]
 
 
 def _in_echo(finding: Finding, script) -> bool:

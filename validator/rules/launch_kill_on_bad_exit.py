@@ -417,10 +417,10 @@ _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|do
                             r"|extract|unpack|untar|unzip|clocks?"
                             r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
                             r"([-_][\w-]*)?\.(sh|py)$")
-# A python script that looks after the node itself (drops its page cache, cleans its scratch, watches it): a
-# narrower list than _HELPER_SCRIPT's, whose extract, download, stage or setup name python programs of the job's
+# A python script named only for looking after the node itself (drops its page cache, cleans its scratch, watches
+# it; not data_clean.py or train_monitor.py, the job's work): a narrower list than _HELPER_SCRIPT's, whose extract, download, stage or setup name python programs of the job's
 # own work (round 552: five such steps judged true, extract_biases.py an mpi4py world among them)
-_NODE_CARE_PY = re.compile(r"(?i)(^|[/_-])(drop|drop[-_]?caches?|clean|cleanup|clear[-_]?cache|monitor)\.py$")
+_NODE_CARE_PY = re.compile(r"(?i)(^|/)(drop|drop[-_]?caches?|cleanup|clear[-_]?caches?|monitor)\.py$")
 # A script name that says it runs the job's work, whatever helper word it also holds
 _WORK_SCRIPT = re.compile(r"(?i)(^|[-_])(train|training|run|launch|main|submit|job|exec|solve|simulate)([-_.]|$)")
 # OpenFOAM's applications run as one serial process unless given -parallel (then they are MPI ranks
@@ -612,12 +612,23 @@ def _per_node(shell, command) -> bool:
         return True
     if len(command.args) == 1 and command.args[0].value in _ONLY_INFO:
         return True
-    if name == "taskset" and any(a.value and re.fullmatch(r"-[a-z]*p[a-z]*|--pid", a.value) for a in command.args):
+    if name == "taskset" and _taskset_pid(command):
         return True  # `taskset -c -p PID`: prints (or sets) a running process's CPU list, runs no program (round 552)
     if name.startswith("python") and [a.value for a in command.args[:2]] == ["-m", "pip"]:
         return True  # `python3.8 -m pip install ...`: pip, as _PER_NODE has it
     script = next((a for a in command.args if not a.raw.startswith("-")), None)
     return name.startswith("python") and script is not None and _helper_script(script.raw)
+
+
+def _taskset_pid(command) -> bool:
+    """taskset's -p/--pid among its own options: those before its first other word (util-linux taskset reads its
+    options with getopt_long("+pchV"), which stops there: `taskset -c $CPUS python train.py -p 8` runs a program)."""
+    for arg in command.args:
+        if arg.value is None or not arg.value.startswith("-"):
+            return False
+        if arg.value == "--pid" or re.fullmatch(r"-[chV]*p[chV]*", arg.value):
+            return True
+    return False
 
 
 def python_code(words) -> str | None:

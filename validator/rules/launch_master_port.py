@@ -42,10 +42,12 @@ true: lm_eval's Megatron model makes a group of one). A launcher's own --master_
 A MASTER_PORT exported where torchrun (or torch.distributed.launch, its older name: the same parser and run(),
 torch/distributed/launch.py at torch 2.13.0) is the only program that could read it is never read: the launcher takes
 its port from --master-port or PET_MASTER_PORT and sets each worker's MASTER_PORT itself (`_start_workers` in
-torch/distributed/elastic/agent/server/local_elastic_agent.py). Where that launcher names no port, endpoint, backend
-or --standalone, it binds its default, 29500 (the static rendezvous at master_addr:master_port): the finding is said
-on the launcher's line, not the export's (round 546: two exports judged false, the port they meant to set never
-bound; round 166's one judged true for the collision the launcher's own port makes).
+torch/distributed/elastic/agent/server/local_elastic_agent.py). Where that launcher names no port, endpoint, other
+backend or --standalone and joins more than one node (--nnodes above 1), it binds its default, 29500 (the static
+rendezvous at master_addr:master_port): the finding is said on the launcher's line, not the export's. On one node it
+binds no fixed port: run() switches the static rendezvous to c10d at localhost:0 (torch 2.13.0), so nothing is said
+(round 546: two such exports judged false; round 166's export judged true was judged for a port no launch binds
+there now).
 Holds for: every release (22.05-26.05).
 """
 import re
@@ -239,24 +241,39 @@ _PORT_OPTIONS = ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_en
                  "--rdzv_backend", "--standalone")
 
 
-def _default_port(script, command) -> bool:
-    """A launcher that binds torchrun's default port: the static rendezvous (the default backend) at
-    master_addr:29500 (get_rdzv_endpoint and the --master-port default in torch/distributed/run.py at torch 2.13.0,
-    which torch.distributed.launch shares), where no option before the training script names a port, an endpoint,
-    another backend or --standalone (a free port), no word there is an expansion (options the text does not show),
-    and nothing in the file names a PET_ variable (argparse_util.env reads PET_MASTER_PORT)."""
+def _default_port(command) -> bool:
+    """A launcher that binds torchrun's default port, 29500: the static rendezvous (the default backend) of more than
+    one node at master_addr:master_port, where no option before the training script names a port, an endpoint, a
+    backend other than static, or --standalone, and no word there is an expansion (options the text does not show).
+    With at most one node (--nnodes unsaid: "1:1") and no port or endpoint, run() switches the static rendezvous to
+    c10d at localhost:0, a free port (torch/distributed/run.py at torch 2.13.0, run(): `if max_nodes == 1`), and
+    binds no fixed port. The caller checks that no PET_ variable is named (argparse_util.env reads PET_MASTER_PORT)."""
     words = [a.value or a.raw for a in command.args]
-    if any("PET_" in line for line in script.lines if not line.lstrip().startswith("#")):
-        return False
-    for word in words:
-        if word.endswith((".py", ".sh")) or word == "-m" and words.index(word) > 1:
+    start = 2 if words[:1] == ["-m"] else 0  # `python -m torch.distributed.launch`: the module is no option
+    nodes = None
+    for k in range(start, len(words)):
+        word = words[k]
+        if word.endswith((".py", ".sh")) or word == "-m" or not word.startswith("-") and not (
+                k and words[k - 1].startswith("--") and "=" not in words[k - 1]):
             break
         if word.lstrip("\"'").startswith(("$", "`")):
             return False
-        name = word.split("=", 1)[0]
+        name, has_value, value = word.partition("=")
+        value = value if has_value else (words[k + 1] if k + 1 < len(words) else "")
         if len(name) >= 4 and name.startswith("--") and any(o.startswith(name) for o in _PORT_OPTIONS):
-            return False
-    return True
+            if not (any(o.startswith(name) for o in _RDZV_BACKEND_OPTIONS) and value == "static"):
+                return False
+        if len(name) >= 4 and "--nnodes".startswith(name):
+            nodes = value
+    if nodes is None:
+        return False  # one node: c10d at localhost:0
+    top = nodes.rsplit(":", 1)[-1]
+    return top.isascii() and top.isdigit() and int(top) > 1
+
+
+_RDZV_BACKEND_OPTIONS = ("--rdzv-backend", "--rdzv_backend")
+# A PET_ variable named in the code (PET_MASTER_PORT, PET_NNODES: torchrun's options from the environment)
+_PET = re.compile(r"(?<![A-Za-z0-9_])PET_[A-Z_]+")
 
 
 def _old_launchers(shell) -> list:
@@ -294,13 +311,15 @@ def _findings(script, exported_ignored: bool = False):
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
         if dead_export and message and (message.startswith(_FIXED) or _EPHEMERAL in message):
             if a.name == "MASTER_PORT" and a.exported and not defaulted:
-                defaulted = [c for c in launchers + _old_launchers(shell) if _default_port(script, c)] or [None]
+                pet = any(_PET.search(line) for line in script.lines if not line.lstrip().startswith("#"))
+                defaulted = [c for c in launchers + _old_launchers(shell) if not pet and _default_port(c)] or [None]
             continue  # a well-formed port nothing binds (a value that is no port at all is still said)
         if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)) \
                 and not (exported_ignored and (message.startswith(_FIXED) or _EPHEMERAL in message)):
             yield (script.display, a.line, a.col, message)
     for command in (c for c in defaulted if c is not None):
-        name = "torchrun" if command.name == "torchrun" else "torch.distributed.launch"
+        name = "torch.distributed.launch" if [a.value for a in command.args[:2]] == ["-m", "torch.distributed.launch"] \
+            else "torchrun"
         yield (script.display, command.line, command.col,
                f"{_FIXED} 29500, {name}'s default, collides when two jobs share a node (the exported MASTER_PORT "
                f"is never read: {name} takes --master-port or PET_MASTER_PORT); pass --master-port derived from "

@@ -60,7 +60,6 @@ Not reported where node 0's value does no harm:
   such heredoc echo lines). Our presets (the strict profile) keep it: a log line that says node 0 for every node misleads.
 """
 import re
-from functools import lru_cache
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, WORK_PROGRAMS, bad_batch, declared_names, enclosing,
                                   exported_functions, gres_gpus, is_batch_script, launcher_commands, read_beyond_parse,
@@ -325,7 +324,7 @@ def _tests_first(expansion) -> bool:
 _NODE_RANK_OPTION = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+)[\"']?$")
 
 
-def _node_rank(lines: list[str], expansion, holder: str | None) -> bool:
+def _node_rank(lines: list[str], expansion, holder: str | None, names: frozenset) -> bool:
     """The batch shell's value becomes a launcher's node rank: written after --node_rank/--machine_rank on its own
     line, or held by a variable that is (`NODE_RANK=$SLURM_NODEID` ... `--node_rank $NODE_RANK`). The launcher's use
     of it is in its source (config_from_args in torch/distributed/run.py: the static rendezvous's rank); a program's
@@ -335,16 +334,20 @@ def _node_rank(lines: list[str], expansion, holder: str | None) -> bool:
     before = lines[expansion.line - 1][:max(0, expansion.col - 1)] if 0 < expansion.line <= len(lines) else ""
     if _NODE_RANK_OPTION.search(before):
         return True
-    return holder is not None and holder in _node_rank_names(tuple(lines))
+    # `--node_rank \` and the value on the next line
+    if not before.strip() and 1 < expansion.line <= len(lines) + 1 \
+            and _NODE_RANK_OPTION.search(lines[expansion.line - 2].rstrip().removesuffix("\\").rstrip() + " "):
+        return True
+    return holder is not None and holder in names
 
 
-_NODE_RANK_NAME = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+)[\"']?\$\{?(\w+)")
+_NODE_RANK_NAME = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+|[ \t]*\\\n[ \t]*)[\"']?\$\{?(\w+)")
 
 
-@lru_cache(maxsize=8)
-def _node_rank_names(lines: tuple) -> frozenset:
-    """The names the script writes after a node-rank option, read once per script (a scan per holder was quadratic)."""
-    return frozenset(name for line in lines for name in _NODE_RANK_NAME.findall(line))
+def _node_rank_names(lines: list[str]) -> frozenset:
+    """The names the script writes after a node-rank option (also on the next line after a backslash), read once per
+    script (a scan per holder was quadratic)."""
+    return frozenset(_NODE_RANK_NAME.findall("\n".join(lines)))
 
 
 def check(target):
@@ -412,12 +415,13 @@ def check(target):
         return declared is not None and assigned is not None and assigned not in read and not hidden
 
     harmless = holders - _read_beyond_printing(script, holders, unused) - exported
+    rank_names = _node_rank_names(script.lines) if not target.strict else frozenset()
     for expansion, holder in candidates:
         if holder in harmless:
             continue
         if holder is None and _part_of_unread(script, expansion, exported_names):
             continue  # part of a value nothing reads (`prof="rank_${SLURM_PROCID}.prof"`, never used: round 516)
-        if not target.strict and not _node_rank(script.lines, expansion, holder):
+        if not target.strict and not _node_rank(script.lines, expansion, holder, rank_names):
             continue  # what the program makes of it is not in the file (it may read its task's own value)
         yield (script.display, expansion.line, expansion.col,
                f"${expansion.name} is expanded by the batch shell (node 0's value for every node); "

@@ -15,9 +15,12 @@ stops with "Only allocated N nodes asked for M" before any task starts (_job_cre
 src/srun/libsrun/srun_job.c at slurm-22-05-0-1, src/srun/srun_job.c at slurm-26-05-1-1; round 546's
 `srun --nodes=8` in a job of `--nodes 2`, a step judged unable to start). Not where srun names another job or
 component (--jobid, --het-group), the job's count is a range or an expansion, or the job is heterogeneous
-(srun.exceeds_job_nodes). sbatch's command line may raise --nodes over the directive; a script that says 2 and
-runs a step of 8 is wrong as written.
+(srun.exceeds_job_nodes), nor a step that does not run wherever the script goes (inside an `if`, a `case` arm, a
+loop or a function: a test of SLURM_JOB_NUM_NODES may guard it for jobs that sbatch's -N made larger). sbatch's
+command line may raise --nodes over the directive; a script that says 2 and always runs a step of 8 is wrong as
+written.
 """
+from validator.rules.base import always_runs
 from validator.rules.srun import exceeds_job_nodes, own_options, refused_task_count, srun_commands
 
 ID = "launch-srun-task-count"
@@ -37,8 +40,10 @@ def check(target):
         refused = refused_task_count(command, shell, bool(target.script.parsed.template_lines))
         if refused is None:
             asked = exceeds_job_nodes(own_options(command, shell), target.script.parsed, shell)
-            if asked is not None:
-                nodes = target.script.parsed.value("nodes")
+            # only a step that runs wherever the script goes (not under `if [ $SLURM_JOB_NUM_NODES -ge 4 ]`, which
+            # runs it where sbatch's -N raised the count)
+            if asked is not None and command.node is not None and always_runs(_statement(command.node)):
+                nodes = int(target.script.parsed.value("nodes"))
                 yield (target.script.display, command.line, command.col,
                        f"srun asks {asked} nodes in a job of --nodes={nodes}: srun stops with 'Only allocated "
                        f"{nodes} nodes asked for {asked}' before any task starts")
@@ -48,3 +53,10 @@ def check(target):
         yield (target.script.display, command.line, command.col,
                f"srun {option} {value!r}: no task count srun takes (a whole number above zero); srun exits "
                f"before any task starts{hint}")
+
+
+def _statement(node):
+    """The statement a command stands as: itself, or the redirection around it (`srun ... > log 2>&1`)."""
+    while node.parent is not None and node.parent.type == "redirected_statement":
+        node = node.parent
+    return node

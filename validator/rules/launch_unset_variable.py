@@ -294,6 +294,11 @@ def _glued(name: str) -> str | None:
     return None
 
 
+# A rank or size word of torch or MPI in a SLURM_ name (SLURM_LOCAL_RANK, SLURM_WORLD_SIZE, SLURM_NODE_RANK): a name
+# the author believed Slurm sets (its own are SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID), no site's
+_RANK_WORDS = re.compile(r"(?:^|_)(?:RANK|WORLD|WORLD_SIZE|NUM_GPUS|GPUS_PER_PROC)(?:_|$)")
+
+
 def _near_slurm_name(name: str) -> bool:
     """One edit from a name Slurm sets or reads (`SLURM_TIME_LIMIT`, one `_` from srun's input SLURM_TIMELIMIT), or
     from a site's that is known (`SLURM_TMPDIRS`): a misspelling. A SLURM_ name far from all of them may be a site's
@@ -308,16 +313,17 @@ def _error_lines(shell) -> set[int]:
     command substitution that holds another unescaped one (bash ends `...` at the next unescaped backquote; the parser
     opens a new one there: `S="`date +%Y`"` then `d="` printf 3 `"` two lines below made one substitution of the three
     lines and the assignment between them text). One walk of the tree."""
-    lines, stack = set(), [(shell.root, False)] if shell.root is not None else []
+    lines, bodies, stack = set(), set(), [(shell.root, False)] if shell.root is not None else []
     while stack:
         node, in_backquotes = stack.pop()
+        if node.type == "heredoc_body":  # a here-document's text stays text, inside a wrong part too
+            bodies.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
+            continue
         backquoted = node.type == "command_substitution" and node.text[:1] == b"`"
         if node.type == "ERROR" or backquoted and in_backquotes:
             lines.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
-            if node.type == "ERROR":
-                continue
         stack.extend((child, in_backquotes or backquoted) for child in node.children)
-    return lines
+    return lines - bodies
 
 
 def _unseen_setters(target, unread_own) -> bool:
@@ -382,11 +388,12 @@ def check(target):
             if name in tested and not close:
                 continue  # a site's variable, used where the site sets it (the script checks); a misspelling is not
             glued = _glued(name)
-            if not close and not glued and not target.strict and not _near_slurm_name(_HET_GROUP.sub("", name)):
+            if not close and not glued and not target.strict and not _near_slurm_name(_HET_GROUP.sub("", name)) \
+                    and not _RANK_WORDS.search(name):
                 reported.add(name)  # the same answer for every read of it: looked up once
                 continue  # far from every Slurm name: a site's own (TACC's SLURM_QUEUE), left to the strict profile
-            hint = f"; did you mean {close[0]}?" if close else f"; did you mean ${{{glued}}}{name[len(glued):]}?" \
-                if glued else ""
+            hint = f"; did you mean ${{{glued}}}{name[len(glued):]}?" if glued else f"; did you mean {close[0]}?" \
+                if close else ""
             reported.add(name)
             yield (target.script.display, expansion.line, expansion.col,
                    f"${name}: Slurm sets no such variable and the script does not either{hint}")

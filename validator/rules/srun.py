@@ -113,8 +113,8 @@ def exceeds_job_nodes(command, parsed, shell=None) -> int | None:
     for option, word in read_options(command, shell)[1]:
         if option in ("--jobid", "--het-group", "--hetgroup"):
             return None
-        if option in ("-N", "--nodes") and word is not None and word.value:
-            low = word.value.split("-", 1)[0].strip()
+        if option in ("-N", "--nodes"):  # the last one counts
+            low = (word.value or "").split("-", 1)[0].strip() if word is not None else ""
             asked = int(low) if low.isascii() and low.isdigit() else None
     return asked if asked is not None and asked > int(job[0].value) else None
 
