@@ -163,6 +163,29 @@ class ShellScript:
             return lines
         return self.once("text lines", build)
 
+    def misparsed_lines(self) -> set[int]:
+        """Line numbers (1-based) of parts the parser took wrongly, whose strings may be its guesses: inside
+        its ERROR nodes, and inside a backquoted command substitution that holds another unescaped one (bash ends
+        `...` at the next unescaped backquote; tree-sitter-bash opens a new one there: `S="`date +%Y`"` then
+        `d="` printf 3 `"` two lines below made one substitution of the three lines, and the assignment between them
+        a string: round 552's LANL miniEM job). A here-document's body stays text. One walk of the tree, once.
+        text_lines() keeps them: a `#SBATCH` line there is as often a job file the script writes (taken out of
+        text_lines, 113 such lines more in the strict profile); a rule that reads `NAME=` at a line's start takes them
+        out itself (launch-unset-variable)."""
+        def build():
+            lines, bodies, stack = set(), set(), [(self.root, False)] if self.root is not None else []
+            while stack:
+                node, in_backquotes = stack.pop()
+                if node.type == "heredoc_body":
+                    bodies.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
+                    continue
+                backquoted = node.type == "command_substitution" and node.text[:1] == b"`"
+                if node.type == "ERROR" or backquoted and in_backquotes:
+                    lines.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
+                stack.extend((child, in_backquotes or backquoted) for child in node.children)
+            return lines - bodies
+        return self.once("misparsed lines", build)
+
     def named(self, *names: str) -> list[Command]:
         return [c for c in self.commands if c.name in names]
 

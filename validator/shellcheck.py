@@ -382,17 +382,12 @@ def _negated_group(finding: Finding, script) -> bool:
 _EXTGLOB = re.compile(r"(?:^|[;&|({\s])shopt\b[^#\n]*\bextglob\b|^#!.*-O\s*extglob\b", re.M)
 
 
-_EXTGLOB_SEEN: dict = {}  # id(script) -> (script, answer): read once per script (a few scripts at a time)
-
-
 def _extglob_named(script) -> bool:
-    """Whether the script may turn extglob on; read once per script."""
-    kept = _EXTGLOB_SEEN.get(id(script))
-    if kept is None or kept[0] is not script:
-        if len(_EXTGLOB_SEEN) > 64:
-            _EXTGLOB_SEEN.clear()
-        kept = _EXTGLOB_SEEN[id(script)] = (script, _EXTGLOB.search("\n".join(_lines(script))) is not None)
-    return kept[1]
+    """Whether the script may turn extglob on; read once per script (the shell's index of derived facts)."""
+    text = "\n".join(_lines(script))
+    shell = getattr(script, "shell", None)
+    return shell.once("extglob named", lambda: _EXTGLOB.search(text) is not None) if shell is not None \
+        else _EXTGLOB.search(text) is not None
 
 
 def _in_echo(finding: Finding, script) -> bool:

@@ -880,19 +880,23 @@ def with_payloads(shell, depth: int = 0):
                     yield _moved(sub, line, col), True
 
 
-def launcher_commands(shell):
-    """torchrun invocations, also as `python -m torch.distributed.run`."""
+def launcher_commands(shell, legacy: bool = False):
+    """torchrun invocations, also as `python -m torch.distributed.run`; with `legacy`, also as `python -m
+    torch.distributed.launch` (the same parser and run(): torch/distributed/launch.py at torch 2.13.0; only
+    launch-master-port reads it so far, the other rules' findings on it are unjudged)."""
     for command, _ in with_payloads(shell):
-        if is_launcher(command):
+        if is_launcher(command, legacy):
             yield command
 
 
-def is_launcher(command) -> bool:
-    """torchrun, also as `python -m torch.distributed.run`."""
+def is_launcher(command, legacy: bool = False) -> bool:
+    """torchrun, also as `python -m torch.distributed.run` (or `.launch`, with `legacy`)."""
     if command.name == "torchrun":
         return True
+    modules = ("torch.distributed.run", "torch.distributed.launch") if legacy else ("torch.distributed.run",)
     return (command.name.rsplit("/", 1)[-1].startswith("python")
-            and [a.value for a in command.args[:2]] == ["-m", "torch.distributed.run"])
+            and [a.value for a in command.args[:1]] == ["-m"] and len(command.args) > 1
+            and command.args[1].value in modules)
 
 
 def launcher_steps(shell):

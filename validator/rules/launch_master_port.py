@@ -55,7 +55,7 @@ import re
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, as_int, bad_batch, enclosing_command,
                                   enclosing_command_name, gres_gpus, is_decimal, launcher_commands, maybe_whole_nodes,
                                   non_ascii_number, read_beyond_parse, srun_option, unasked_gpu_launcher,
-                                  whole_nodes, with_payloads)
+                                  whole_nodes)
 from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
 
 ID = "launch-master-port"
@@ -149,8 +149,8 @@ _STARTERS = MPI_LAUNCHERS | {"deepspeed", "accelerate", "jsrun", "lightning"}
 # one of _STARTERS); `python -m torch.distributed.run` is torchrun
 # (`python3 -m venv ENV`, pip, ensurepip, virtualenv: tools that make an environment, read no MASTER_PORT; round
 # three hundred and seventy-one)
-_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+(?:torch\.distributed\.(?:run|launch)|venv|pip|ensurepip"
-                           r"|virtualenv)\b)|"
+_OTHER_READER = re.compile(r"(?<![\w./-])(?:python[0-9.]*(?!\s+-m\s+(?:torch\.distributed\.(?:run|launch)|venv|pip"
+                           r"|ensurepip|virtualenv)\b)|"
                            + "|".join(re.escape(n) for n in sorted(_STARTERS)) + r")(?![\w.-])")
 _AS_MASTER_PORT = re.compile(r"--master[-_]port[= ]+[\"']?$")
 
@@ -276,12 +276,6 @@ _RDZV_BACKEND_OPTIONS = ("--rdzv-backend", "--rdzv_backend")
 _PET = re.compile(r"(?<![A-Za-z0-9_])PET_[A-Z_]+")
 
 
-def _old_launchers(shell) -> list:
-    """`python -m torch.distributed.launch`, also in a step or payload."""
-    return [c for c, _ in with_payloads(shell) if c.name.rsplit("/", 1)[-1].startswith("python")
-            and [a.value for a in c.args[:2]] == ["-m", "torch.distributed.launch"]]
-
-
 def _findings(script, exported_ignored: bool = False):
     """exported_ignored: a MASTER_PORT the script sets is not reported (a job of one process: check())."""
     shell = script.shell
@@ -302,7 +296,8 @@ def _findings(script, exported_ignored: bool = False):
     code = "\n".join(line for line in script.lines if not line.lstrip().startswith("#"))
     # (torch.distributed.launch is torchrun with the same parser and run(): torch/distributed/launch.py at torch
     # 2.13.0; its workers get MASTER_PORT from the agent too, local_elastic_agent.py's _start_workers; round 546)
-    dead_export = bool(launchers or _old_launchers(shell)) and "MASTER_PORT" not in used \
+    every = list(launcher_commands(shell, legacy=True))
+    dead_export = bool(every) and "MASTER_PORT" not in used \
         and not _OTHER_READER.search(code) \
         and not read_beyond_parse(script, "MASTER_PORT")
     defaulted = []  # launchers that bind their default port while the script exports one they never read
@@ -312,7 +307,7 @@ def _findings(script, exported_ignored: bool = False):
         if dead_export and message and (message.startswith(_FIXED) or _EPHEMERAL in message):
             if a.name == "MASTER_PORT" and a.exported and not defaulted:
                 pet = any(_PET.search(line) for line in script.lines if not line.lstrip().startswith("#"))
-                defaulted = [c for c in launchers + _old_launchers(shell) if not pet and _default_port(c)] or [None]
+                defaulted = [c for c in every if not pet and _default_port(c)] or [None]
             continue  # a well-formed port nothing binds (a value that is no port at all is still said)
         if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)) \
                 and not (exported_ignored and (message.startswith(_FIXED) or _EPHEMERAL in message)):

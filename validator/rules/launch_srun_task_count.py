@@ -20,7 +20,7 @@ loop or a function: a test of SLURM_JOB_NUM_NODES may guard it for jobs that sba
 command line may raise --nodes over the directive; a script that says 2 and always runs a step of 8 is wrong as
 written.
 """
-from validator.rules.base import always_runs
+from validator.rules.base import always_runs, statement_of
 from validator.rules.srun import exceeds_job_nodes, own_options, refused_task_count, srun_commands
 
 ID = "launch-srun-task-count"
@@ -42,7 +42,8 @@ def check(target):
             asked = exceeds_job_nodes(own_options(command, shell), target.script.parsed, shell)
             # only a step that runs wherever the script goes (not under `if [ $SLURM_JOB_NUM_NODES -ge 4 ]`, which
             # runs it where sbatch's -N raised the count)
-            if asked is not None and command.node is not None and always_runs(_statement(command.node)):
+            statement = statement_of(command.node) if command.node is not None else None
+            if asked is not None and always_runs(statement) and statement.type != "list":
                 nodes = int(target.script.parsed.value("nodes"))
                 yield (target.script.display, command.line, command.col,
                        f"srun asks {asked} nodes in a job of --nodes={nodes}: srun stops with 'Only allocated "
@@ -54,9 +55,3 @@ def check(target):
                f"srun {option} {value!r}: no task count srun takes (a whole number above zero); srun exits "
                f"before any task starts{hint}")
 
-
-def _statement(node):
-    """The statement a command stands as: itself, or the redirection around it (`srun ... > log 2>&1`)."""
-    while node.parent is not None and node.parent.type == "redirected_statement":
-        node = node.parent
-    return node

@@ -53,8 +53,8 @@ the near name is empty there too, and a name read before the script sets anythin
 the submitter's environment, which sbatch passes on by default (--export=ALL, sbatch.1 at slurm-22-05-0-1 and
 slurm-26-05-1-1; round 515's DATA_DIR beside DATADIR, round 542's ENSM beside RENSM, both documented as exported
 by the user). A list split into an array of a near name (`LMDEFS=($MDEFS)`) is made from this one, as a copy is.
-An assignment at the start of a line counts also inside a part the parser took wrongly (_error_lines: its ERROR
-nodes, and backquotes it nests where bash does not), where the parse would make it text.
+An assignment at the start of a line counts also inside a part the parser took wrongly (Shell.misparsed_lines: its
+ERROR nodes, and backquotes it nests where bash does not), where Shell.text_lines would call it text.
 """
 import difflib
 from collections import Counter
@@ -308,24 +308,6 @@ def _near_slurm_name(name: str) -> bool:
                                                                             cutoff=0.85))
 
 
-def _error_lines(shell) -> set[int]:
-    """Line numbers (1-based) of parts the parser took wrongly: inside its ERROR nodes, and inside a backquoted
-    command substitution that holds another unescaped one (bash ends `...` at the next unescaped backquote; the parser
-    opens a new one there: `S="`date +%Y`"` then `d="` printf 3 `"` two lines below made one substitution of the three
-    lines and the assignment between them text). One walk of the tree."""
-    lines, bodies, stack = set(), set(), [(shell.root, False)] if shell.root is not None else []
-    while stack:
-        node, in_backquotes = stack.pop()
-        if node.type == "heredoc_body":  # a here-document's text stays text, inside a wrong part too
-            bodies.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
-            continue
-        backquoted = node.type == "command_substitution" and node.text[:1] == b"`"
-        if node.type == "ERROR" or backquoted and in_backquotes:
-            lines.update(range(node.start_point[0] + 1, node.end_point[0] + 2))
-        stack.extend((child, in_backquotes or backquoted) for child in node.children)
-    return lines - bodies
-
-
 def _unseen_setters(target, unread_own) -> bool:
     """Names the script may be given where the file does not show them: an `eval` of a program's output
     (not a CODE_PRINTER's, which sets only its own: `eval "$(conda shell.bash hook)"`), a file sourced through a
@@ -345,10 +327,8 @@ def _unseen_setters(target, unread_own) -> bool:
 
 def check(target):
     shell = target.script.shell
-    # heredocs and strings over several lines: text the script writes, not its code; not inside a part the parser could
-    # not take (an ERROR node: its strings are the parser's guesses; round 552's LANL job, where one such part from line
-    # 19 to line 205 made `export DIR_CASE=...` text, and DIR_CASE unset)
-    text = shell.text_lines() - shell.once("unset-variable error lines", lambda: _error_lines(shell))
+    # heredocs and strings over several lines: text the script writes, not its code; not a part the parser took wrongly
+    text = shell.text_lines() - shell.misparsed_lines()
     brought_in = sourced(target)  # the repository's files it sources: what they set is set here
     set_here = set_names(shell) | {m.group(1) for number, line in enumerate(target.script.parsed.lines, start=1)
                                      if number not in text and (m := _WRITTEN.match(line))}

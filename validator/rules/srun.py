@@ -100,11 +100,11 @@ def read_options(command, shell=None) -> tuple[int, list]:
 
 
 def exceeds_job_nodes(command, parsed, shell=None) -> int | None:
-    """The nodes srun's own literal --nodes/-N asks where that is more than the job's literal --nodes gives, else None: srun stops with "Only
-    allocated N nodes asked for M" before any task starts (_job_create_structure in src/srun/libsrun/srun_job.c at
-    slurm-22-05-0-1, src/srun/srun_job.c at slurm-26-05-1-1: opt min_nodes above the allocation's node count).
-    Not where srun names another job or component (--jobid, --het-group), nor where the job's count is no
-    plain number (a range, an expansion), nor in a heterogeneous job."""
+    """The nodes srun's own literal --nodes/-N asks where that is more than the job's literal --nodes gives, else
+    None: srun stops with "Only allocated N nodes asked for M" before any task starts (_job_create_structure in
+    src/srun/libsrun/srun_job.c at slurm-22-05-0-1, src/srun/srun_job.c at slurm-26-05-1-1: opt min_nodes above the
+    allocation's node count). Not where srun names another job or component (--jobid, --het-group), nor where the
+    job's count is no plain number (a range, an expansion), nor in a heterogeneous job."""
     job = parsed.get("nodes")
     if len(job) != 1 or not (job[0].value or "").isascii() or not (job[0].value or "").isdigit() \
             or any(o.component for o in parsed.options):
