@@ -627,7 +627,9 @@ def unasked_gpu_launcher(script) -> bool:
             or "gloo" in (script.source.text or ""):
         return False
     for command in launcher_commands(script.shell):
-        word = command.option("--nproc-per-node", "--nproc_per_node")
+        from validator.rules import torchrun
+
+        word = torchrun.option(command, "nproc_per_node")
         if word is not None and (as_int(word.value) or 0) >= 2:
             return True
     return False

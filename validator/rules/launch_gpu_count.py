@@ -35,6 +35,7 @@ SLURM_GPUS_ON_NODE (the node's count) would be the wrong one.
 import bisect
 import re
 
+from validator.rules import torchrun
 from validator.rules.base import (GOOD_BATCH, always_runs, as_int, asks_gpus, bad_batch, enclosing, exclusive_nodes,
                                   launcher_commands, launcher_steps,
                                   non_ascii_number, requested_gpus_per_node, step_gpus_per_node)
@@ -111,8 +112,8 @@ def _one_node_total(parsed, launcher):
     if parsed.get("nodes") or as_int(parsed.value("ntasks") or "1") != 1 \
             or as_int(parsed.value("ntasks-per-node") or "1") != 1:
         return None  # several tasks may take the GPUs on several nodes: one launcher per task
-    nnodes = launcher.option("--nnodes")
-    one_node = launcher.has_flag("--standalone") or (nnodes is not None and nnodes.value in ("1", "1:1"))
+    nnodes = torchrun.option(launcher, "nnodes")
+    one_node = torchrun.option(launcher, "standalone") is not None or (nnodes is not None and nnodes.value in ("1", "1:1"))
     return as_int((parsed.value("gpus") or "").rsplit(":", 1)[-1]) if one_node else None
 
 
@@ -207,7 +208,7 @@ def check(target):
         skip.add("SLURM_GPUS")  # one node: the job's GPUs are the node's
     own = _own_numbers(target.script.shell, parsed)
     for command in launcher_commands(target.script.shell):
-        word = command.option("--nproc-per-node", "--nproc_per_node")
+        word = torchrun.option(command, "nproc_per_node")
         if word is None:
             continue
         own_number = _own_number(own, word)

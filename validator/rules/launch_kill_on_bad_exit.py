@@ -69,6 +69,7 @@ from validator.rules.base import (ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVER
                                   interactive_server, one_host, payload_text, program_base_name,
                                   requested_gpus_per_node, set_names, shell_payload, signal_name, srun_option,
                                   statement_of)
+from validator.rules import torchrun
 from validator.rules.srun import (exceeds_job_nodes, own_options, program_values, program_words, refused_task_count,
                                   step_program)
 from validator.sbatch import SLURM_TIME, TEMPLATE, VALUE_TOKEN, before
@@ -761,12 +762,6 @@ def _container_shell_per_node(shell, command, program) -> bool:
     return payload is not None and all(_per_node(shell, c) for c in payload.commands)
 
 
-# torchrun's options that select its rendezvous, by the prefixes argparse takes for them (allow_abbrev: `--nnode`,
-# `--rdzv-back`; get_args_parser in torch/distributed/run.py at pytorch/pytorch 010929fd, read for this rule)
-_NNODES = ("--nnodes",)
-_RDZV_BACKEND = ("--rdzv-backend", "--rdzv_backend")
-
-
 def _standalone_torchrun(shell, command, program) -> bool:
     """torchrun (or `python -m torch.distributed.run|launch`), as the step's program or in its container, whose agents
     never meet: with `--standalone` every task forms its own rendezvous (torch 2.13.0 torch/distributed/run.py run():
@@ -780,32 +775,18 @@ def _standalone_torchrun(shell, command, program) -> bool:
     step whose options the text does not show: a bare expansion where an option may stand (`torchrun $ARGS t.py`),
     any mention of torchrun's PET_ variables in the file (argparse_util.env reads PET_NNODES, PET_RDZV_BACKEND: an
     assignment, `srun --export=...,PET_NNODES=2`, a command's own `PET_NNODES=2 srun ...`), or a sourced file, which
-    may set them. Every word after torchrun is read, the program's own arguments too (a `--nnodes` there keeps the
-    finding: the safe side), by the prefixes argparse accepts."""
+    may set them. torchrun's options are read as its parser reads them
+    (validator/rules/torchrun.py); the training script's own words are not torchrun's."""
     words = [a.value or a.raw for a in program_words(command, program, with_program=True)]
     start = next((i + 1 for i, w in enumerate(words) if w.rsplit("/", 1)[-1] == "torchrun"
                   or w in ("torch.distributed.run", "torch.distributed.launch") and i and words[i - 1] == "-m"), None)
     if start is None or shell.once("torchrun settings unseen", lambda: _torchrun_settings_unseen(shell)):
         return False
-    script = next((k for k in range(start, len(words)) if words[k].endswith((".py", ".sh")) or words[k] == "-m"),
-                  len(words))
-    if "--standalone" in words[start:script]:  # torchrun's own flag, before the training script's words
+    line = torchrun.read(words, start)
+    if "standalone" in line.options:
         return True
-    for i in range(start, len(words)):
-        word = words[i]
-        if word.lstrip("\"'").startswith(("$", "`")) and not (
-                words[i - 1].startswith("-") and "=" not in words[i - 1]):
-            return False  # `torchrun $DISTRIBUTED_ARGS pretrain.py`, "$@", $(cat args): options the text does not show
-        if not word.startswith("--"):
-            continue
-        name, has_value, value = word.partition("=")
-        if not has_value:
-            value = words[i + 1] if i + 1 < len(words) else ""
-        if len(name) >= 4 and any(n.startswith(name) for n in _NNODES) and value not in ("1", "1:1"):
-            return False
-        if len(name) >= 8 and any(n.startswith(name) for n in _RDZV_BACKEND) and value != "static":
-            return False
-    return True
+    return not line.unseen and torchrun.AMBIGUOUS not in line.options \
+        and line.options.get("nnodes", "1") in ("1", "1:1") and line.options.get("rdzv_backend", "static") == "static"
 
 
 def _torchrun_settings_unseen(shell) -> bool:

@@ -56,6 +56,7 @@ from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, as_int, bad_batch, 
                                   enclosing_command_name, gres_gpus, is_decimal, launcher_commands, maybe_whole_nodes,
                                   non_ascii_number, read_beyond_parse, srun_option, unasked_gpu_launcher,
                                   whole_nodes)
+from validator.rules import torchrun
 from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
 
 ID = "launch-master-port"
@@ -236,42 +237,24 @@ def _one_process(script) -> bool:
     return True
 
 
-# torchrun's options that choose its rendezvous port or backend (argparse takes any unique prefix of 4 or more)
-_PORT_OPTIONS = ("--master-port", "--master_port", "--rdzv-endpoint", "--rdzv_endpoint", "--rdzv-backend",
-                 "--rdzv_backend", "--standalone")
-
-
 def _default_port(command) -> bool:
     """A launcher that binds torchrun's default port, 29500: the static rendezvous (the default backend) of more than
-    one node at master_addr:master_port, where no option before the training script names a port, an endpoint, a
-    backend other than static, or --standalone, and no word there is an expansion (options the text does not show).
+    one node at master_addr:master_port, where no option of torchrun's (read as its parser reads them:
+    validator/rules/torchrun.py) names a port, an endpoint, a backend other than static, or --standalone, and no word
+    where an option may stand is an expansion (options the text does not show).
     With at most one node (--nnodes unsaid: "1:1") and no port or endpoint, run() switches the static rendezvous to
     c10d at localhost:0, a free port (torch/distributed/run.py at torch 2.13.0, run(): `if max_nodes == 1`), and
     binds no fixed port. The caller checks that no PET_ variable is named (argparse_util.env reads PET_MASTER_PORT)."""
     words = [a.value or a.raw for a in command.args]
-    start = 2 if words[:1] == ["-m"] else 0  # `python -m torch.distributed.launch`: the module is no option
-    nodes = None
-    for k in range(start, len(words)):
-        word = words[k]
-        if word.endswith((".py", ".sh")) or word == "-m" or not word.startswith("-") and not (
-                k and words[k - 1].startswith("--") and "=" not in words[k - 1]):
-            break
-        if word.lstrip("\"'").startswith(("$", "`")):
-            return False
-        name, has_value, value = word.partition("=")
-        value = value if has_value else (words[k + 1] if k + 1 < len(words) else "")
-        if len(name) >= 4 and name.startswith("--") and any(o.startswith(name) for o in _PORT_OPTIONS):
-            if not (any(o.startswith(name) for o in _RDZV_BACKEND_OPTIONS) and value == "static"):
-                return False
-        if len(name) >= 4 and "--nnodes".startswith(name):
-            nodes = value
-    if nodes is None:
-        return False  # one node: c10d at localhost:0
-    top = nodes.rsplit(":", 1)[-1]
+    line = torchrun.read(words, 2 if words[:1] == ["-m"] else 0)  # `python -m torch.distributed.launch`
+    given = line.options
+    if line.unseen or torchrun.AMBIGUOUS in given or given.get("rdzv_backend", "static") != "static" \
+            or any(name in given for name in ("master_port", "rdzv_endpoint", "standalone")):
+        return False
+    top = given.get("nnodes", "1").rsplit(":", 1)[-1]  # one node when unsaid: c10d at localhost:0
     return top.isascii() and top.isdigit() and int(top) > 1
 
 
-_RDZV_BACKEND_OPTIONS = ("--rdzv-backend", "--rdzv_backend")
 # A PET_ variable named in the code (PET_MASTER_PORT, PET_NNODES: torchrun's options from the environment)
 _PET = re.compile(r"(?<![A-Za-z0-9_])PET_[A-Z_]+")
 
@@ -322,12 +305,11 @@ def _findings(script, exported_ignored: bool = False):
     for command in launchers:
         if _elastic(command, shell):
             continue
-        for option in ("--master-port", "--master_port"):
-            word = command.option(option)
-            message = _literal_port(word.value) if word is not None else None
-            if message:
-                yield (script.display, word.line, word.col, message)
+        word = torchrun.option(command, "master_port")
+        message = _literal_port(word.value) if word is not None else None
+        if message:
+            yield (script.display, word.line, word.col, message)
     for command in launchers:
-        word = command.option("--rdzv-endpoint", "--rdzv_endpoint")
+        word = torchrun.option(command, "rdzv_endpoint")
         if word is not None and word.value and _PORT.search(word.value) and not _LOCAL_ANY_PORT.match(word.value):
             yield (script.display, word.line, word.col, _judge(_PORT.search(word.value).group(1)))

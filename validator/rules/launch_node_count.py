@@ -20,6 +20,7 @@ its literal elsewhere.
 """
 import re
 
+from validator.rules import torchrun
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, in_function, is_decimal, is_launcher,
                                   launcher_commands, launcher_steps, non_ascii_number, srun_option, with_payloads)
 from validator.rules.srun import SHORT_WITH_VALUE
@@ -79,7 +80,7 @@ def _fits(nnodes: str, job_nodes: str) -> bool:
 
 def _one_worker(launcher) -> bool:
     """`--nproc-per-node 1`: each agent starts one worker (one agent per task is then the design)."""
-    nproc = launcher.option("--nproc-per-node", "--nproc_per_node")
+    nproc = torchrun.option(launcher, "nproc_per_node")
     return nproc is not None and nproc.value == "1"
 
 
@@ -131,11 +132,11 @@ def check(target):
                      for line in script.parsed.lines if not line.lstrip().startswith("#")
                      for found in re.finditer(r"(?<![\w])PET_NNODES=([^\s;,]*)", line))
     for command in launchers:
-        word = command.option("--nnodes")
+        word = torchrun.option(command, "nnodes")
         passed = word or srun_option(script.shell, command, "--nnodes", "--nnodes")  # also through an array
         if passed is None and pet_nnodes:
             passed = "PET_NNODES"
-        if (passed is None or command.has_flag("--standalone")) and several \
+        if (passed is None or torchrun.option(command, "standalone") is not None) and several \
                 and not _ONE_NODE_STEP.search(command.node.text.decode("utf-8", "replace")):
             if (command.line, command.col) in batch_shell:
                 # the batch script runs once, on the batch host (round 465's CLAP training: 2 exclusive nodes idle)
@@ -172,7 +173,8 @@ def check(target):
                        "--ntasks with torchrun fixes the task count; use --ntasks-per-node=1 and let torchrun fan out")
     # `--ntasks-per-node=8` + `srun torchrun`: eight agents a node for one rendezvous (--standalone
     # agents are each their own job: copies on purpose)
-    if any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None and not launcher.has_flag("--standalone")
+    if any(srun.option("--ntasks", "-n", "--ntasks-per-node") is None
+           and torchrun.option(launcher, "standalone") is None
            and not _one_worker(launcher) for srun, launcher in launcher_steps(script.shell)):
         # `--ntasks=N` wins over --ntasks-per-node, which is then only a maximum ("the --ntasks option
         # will take precedence and the --ntasks-per-node will be treated as a maximum count of tasks per

@@ -89,7 +89,11 @@ def _same_on_every_node(parsed) -> bool:
 
 _PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
 _C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
-_RANK_OPTION = re.compile(r"--(node|machine)[_-]rank[= ]+[\"']?$")
+# A launcher's node-rank option just before the value: torchrun's --node-rank (torch.distributed.launch's, the same
+# parser), accelerate's --machine_rank (handed to torch.distributed.run as node_rank), argparse's spellings of both,
+# and the prefixes torchrun's argparse takes for its own (`--node_r`: validator/rules/torchrun.py, a review's probe)
+_NODE_RANK_SPELLING = r"--(?:node[_-]r(?:a(?:nk?)?)?|machine[_-]rank)"
+_NODE_RANK_OPTION = re.compile(_NODE_RANK_SPELLING + r"(?:=|[ \t]+)[\"']?$")
 _PRINTS = {"echo", "printf"}
 # Read in every process of the step whatever the program's code: the device lists by the CUDA, ROCm and
 # Level Zero runtimes; RANK by torch.distributed's env:// rendezvous (the default init_method), which
@@ -132,7 +136,7 @@ def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
     if node is None:
         return False
     line_start = data.rfind(b"\n", 0, node.start_byte) + 1
-    if not _RANK_OPTION.search(data[line_start:node.start_byte].decode("utf-8", "replace")):
+    if not _NODE_RANK_OPTION.search(data[line_start:node.start_byte].decode("utf-8", "replace")):
         return False
     scope = enclosing(node, ("string", "raw_string", "command", "program"))
     if scope is not None and scope.type == "string":
@@ -319,10 +323,6 @@ def _tests_first(expansion) -> bool:
                      r"|(?<![\w-])\"?0\"?\s*(?:==?|-eq)\s*\"?\$\{?" + name + r"\b", text) is not None
 
 
-# A launcher's node-rank option just before the value: torchrun's --node-rank (torch.distributed.launch's, the same
-# parser), accelerate's --machine_rank (handed to torch.distributed.run as node_rank), argparse's spellings of both
-_NODE_RANK_OPTION = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+)[\"']?$")
-
 
 def _node_rank(lines: list[str], expansion, holder: str | None, names: frozenset) -> bool:
     """The batch shell's value becomes a launcher's node rank: written after --node_rank/--machine_rank on its own
@@ -341,7 +341,7 @@ def _node_rank(lines: list[str], expansion, holder: str | None, names: frozenset
     return holder is not None and holder in names
 
 
-_NODE_RANK_NAME = re.compile(r"--(?:node|machine)[_-]rank(?:=|[ \t]+|[ \t]*\\\n[ \t]*)[\"']?\$\{?(\w+)")
+_NODE_RANK_NAME = re.compile(_NODE_RANK_SPELLING + r"(?:=|[ \t]+|[ \t]*\\\n[ \t]*)[\"']?\$\{?(\w+)")
 
 
 def _node_rank_names(lines: list[str]) -> frozenset:
