@@ -412,8 +412,10 @@ def _literal_equals(finding: Finding, script) -> bool:
 
 # `[[ ${list[@]} == *$option* ]]`: a substring test on the joined list, the concatenation SC2199
 # warns of is the point (a membership test; round fifteen: 7 of 7 such findings judged false).
-# Also `[[ " ${list[@]} " =~ " $x " ]]`, the padded form with a regex match (round twenty-two: 3 of 3).
-_MEMBERSHIP = re.compile(r"\[\[\s*(!\s*)?\"?\s*\$\{\w+\[[@*]\]\}\s*\"?\s*(==?\s*\*|=~)")
+# Also `[[ " ${list[@]} " =~ " $x " ]]`, the padded form with a regex match (round twenty-two: 3 of 3), and the
+# script's own arguments (`[[ "$@" == *"wandb agent"* ]]`, `[[ "$@" =~ "on" ]]`: rounds 499 and 544, 2 of 2), which
+# bash joins with spaces inside [[ ]] as it joins an array's elements (tested with bash 5.2.15)
+_MEMBERSHIP = re.compile(r"\[\[\s*(!\s*)?\"?\s*\$(?:\{\w+\[[@*]\]\}|[@*]|\{[@*]\})\s*\"?\s*(==?\s*\*|=~)")
 
 
 # SC1087 ("$s[" is no array element) inside a pattern handed to sed, grep, awk or perl: the [ opens
