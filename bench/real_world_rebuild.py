@@ -4,7 +4,12 @@
     python3 bench/real_world_rebuild.py --mirrors /work/.mirror --out DIR \
         --markdown docs/real-world.md --section "The corpus" --section "The held-out scripts"   # round one
     python3 bench/real_world_rebuild.py --mirrors /work/.mirror --list LIST --missing   # what to fetch first
+    python3 bench/real_world_rebuild.py --mirrors /work/.mirror --out DIR --list docs/real-world-r557-holdout.tsv \
+        --carrier hariharan-devarajan/jobspec-database   # rounds 455 on: the scripts a carrier keeps
 
+With --carrier, every script is read from one carrier repository that keeps copies of other repositories' files
+under data/OWNER/REPO/PATH (vsoch's Job Specification Database, rounds 455 on): the list names the origin
+repository and path, and the carrier's commit.
 A list names (repository, path, commit): a tsv (header row optional) or, for round one, the
 three-column tables under the named headings of docs/real-world.md, whose commits are abbreviated.
 Each script is written from its commit (not the snapshot's newest), with the layout
@@ -72,6 +77,7 @@ def main(argv=None) -> int:
     p.add_argument("--markdown", type=Path)
     p.add_argument("--section", action="append", default=[])
     p.add_argument("--missing", action="store_true", help="print the repositories with no snapshot and stop")
+    p.add_argument("--carrier", help="owner/name of a repository that keeps each script under data/OWNER/REPO/PATH")
     args = p.parse_args(argv)
     if not args.missing and args.out is None:
         p.error("--out is required unless --missing")
@@ -82,19 +88,23 @@ def main(argv=None) -> int:
     except (OSError, UnicodeDecodeError, ValueError) as error:
         print(f"real_world_rebuild: {error}", file=sys.stderr)
         return 2
-    missing = sorted({repo for repo, _, _ in rows if snapshot(args.mirrors, repo) is None})
+    def source(repo: str, path: str) -> tuple[str, str]:  # (the snapshot's repository, the path in it)
+        return (args.carrier, f"data/{repo}/{path}") if args.carrier else (repo, path)
+
+    missing = sorted({source(repo, path)[0] for repo, path, _ in rows if snapshot(args.mirrors, source(repo, path)[0]) is None})
     if args.missing:
         print("\n".join(missing))
         return 0
     written, failed = [], 0
     for repo, path, commit in rows:
-        git_dir = snapshot(args.mirrors, repo)
+        holder, inside = source(repo, path)
+        git_dir = snapshot(args.mirrors, holder)
         if git_dir is None:
-            print(f"{repo}: no snapshot under {args.mirrors}: {path} not written", file=sys.stderr)
+            print(f"{holder}: no snapshot under {args.mirrors}: {path} not written", file=sys.stderr)
             failed += 1
             continue
         full = git(git_dir, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
-        blob = git(git_dir, "show", f"{commit}:{path}") if full.returncode == 0 else full
+        blob = git(git_dir, "show", f"{commit}:{inside}") if full.returncode == 0 else full
         if blob.returncode != 0:
             print(f"{repo}: {path} not at {commit} in the snapshot (is it older than the list?)", file=sys.stderr)
             failed += 1
@@ -105,8 +115,10 @@ def main(argv=None) -> int:
         target.write_bytes(blob.stdout)
         written.append((repo, path, full.stdout.decode().strip(), git_dir))
     for repo, commit, git_dir in {(r, c, g) for r, _, c, g in written}:
-        folders = git(git_dir, "ls-tree", "-z", "-r", "-d", "--name-only", commit).stdout.decode(errors="replace")
-        for folder in folders.split("\0"):
+        prefix = source(repo, "")[1]  # the repository's own folder in a carrier ("data/OWNER/REPO/"), else ""
+        folders = git(git_dir, "ls-tree", "-z", "-r", "-d", "--name-only", commit, *([prefix] if prefix else [])
+                      ).stdout.decode(errors="replace")
+        for folder in (f[len(prefix):] for f in folders.split("\0") if f.startswith(prefix)):
             if folder == "logs" or folder.endswith("/logs"):
                 (args.out / repo / folder).mkdir(parents=True, exist_ok=True)
     if args.out is not None:
