@@ -150,6 +150,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC1035" and _negated_group(finding, script):
         return False
+    if finding.rule == "SC1018" and _lone_unicode_space(finding, script):
+        return False
     if finding.rule == "SC2215" and _separator_line(finding, script):
         return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
@@ -363,6 +365,28 @@ def finding_line(finding: Finding, script) -> str:
     """The text of the finding's line, or "" where the script or the line is not there."""
     lines = _lines(script)
     return lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+
+
+# A line of spaces only, one of them at least no ASCII blank: \s takes the unicode spaces (no-break, en, em, ...), the
+# class adds the zero-width ones shellcheck's SC1018 names too (space, non-joiner, joiner, word joiner, byte-order mark)
+_UNICODE_SPACES = re.compile(r"(?=.*[^ \t])[\s\u200b\u200c\u200d\u2060\ufeff]+")
+
+
+def _lone_unicode_space(finding: Finding, script) -> bool:
+    """SC1018 on a line that holds nothing but unicode spaces (a pasted zero-width space), not continuing the line above,
+    in a script that never turns errexit on: bash 5.2.15 (here) runs the space as a command name, prints "command not
+    found" and goes on to the next line, which runs as written (rounds 459 and 499: 3 findings judged false; round
+    485's judge called the same two lines true for the message in the log). Still reported: with errexit the job stops
+    there (exit 127); above a directive the line is sbatch's first command and ends the directives (round 499's line
+    2: the #SBATCH lines below it are ignored); a unicode space between words changes the command."""
+    from validator.rules.base import errexit_anywhere
+
+    lines = _lines(script)
+    line = finding_line(finding, script)
+    above = lines[finding.line - 2].rstrip() if 1 < finding.line <= len(lines) + 1 else ""
+    return _UNICODE_SPACES.fullmatch(line) is not None and not above.endswith("\\") \
+        and not any(later.startswith("#SBATCH") for later in lines[finding.line:]) \
+        and getattr(script, "shell", None) is not None and not errexit_anywhere(script)
 
 
 def _negated_group(finding: Finding, script) -> bool:
