@@ -224,7 +224,8 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             elif script is not None and not script.shellcheck_reads:
                 print(f"validator: {script.display}: its '#!' line runs {script.interpreter}: shellcheck was not "
                       "run (it reads sh, bash, dash and ksh)", file=sys.stderr)
-            target = Target(script=script, repo_root=root, release=release, strict=strict)
+            target = Target(script=script, repo_root=root, release=release, strict=strict,
+                            release_assumed=not (options.release or config.slurm_version))
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
         for source, breaks in _texts(target):

@@ -507,6 +507,9 @@ class Target:
     preset: Preset | None = None
     repo_root: Path = field(default_factory=Path.cwd)
     release: str = "22.05"
+    # no release given (no --slurm-version, no config's, no manifest's): the newest the option table knows is assumed,
+    # and a finding whose premise holds only from some release says which
+    release_assumed: bool = False
     strict: bool = True  # the strict profile (presets): every rule; else defects and real risks only
     # each file's suppression comments, parsed once when the target is loaded (display -> Suppressions)
     suppressions: dict = field(default_factory=dict)

