@@ -11,6 +11,9 @@ profile) an unknown option is reported where it is close to a known one (a typo:
 (--rsc, a university's own resource option) is a site plugin's and is reported only by the strict
 profile, where a script declares its plugins. So is a near-miss (--ear-verbose, close to --verbose) whose first
 word is that of such an option in the same script (--ear=on, --ear-policy: EAR's SPANK plugin, round 459).
+Slurm's own option with ':' where '=' belongs (`--gres:gpu`: getopt_long reads the whole word as the option's
+name, finds none and sbatch stops: "sbatch: unrecognized option '--gres:gpu'", exit 255, from Debian's sbatch 22.05.8
+here; round 557) is a slip, reported in both profiles however unlike the name looks.
 """
 import difflib
 import re
@@ -33,7 +36,11 @@ def _site_option(option) -> bool:
     """Unlike every option of every release and of the known plugins: a site's own SPANK option."""
     if not option.written.startswith("--"):
         return False  # an unknown short option is a typo: plugins register long options (spank.8)
-    return site_name(option.written[2:].split("=", 1)[0])
+    name = option.written[2:].split("=", 1)[0]
+    head = name.split(":", 1)[0]
+    if head != name and head in option_table()["options"]:
+        return False  # `--gres:gpu`: Slurm's option with ':' for '=' (getopt_long takes the whole word as its name)
+    return site_name(name)
 
 
 @lru_cache(maxsize=4096)
