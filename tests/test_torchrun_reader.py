@@ -80,3 +80,11 @@ def test_an_ambiguous_prefix_is_kept_apart():
 
 def test_argparse_is_what_torchrun_uses():
     assert isinstance(run.get_args_parser(), argparse.ArgumentParser) and run.get_args_parser().allow_abbrev
+
+
+def test_a_double_dash_ends_torchruns_options(parser):
+    words = "--nnodes=1 -- train.py --nnodes=4".split()
+    line = torchrun.read(words, 0)
+    assert line.options == {"nnodes": "1"} and line.script == 2
+    parsed = parser.parse_args(words)
+    assert parsed.nnodes == "1" and parsed.training_script == words[line.script]

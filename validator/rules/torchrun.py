@@ -63,6 +63,9 @@ def read(words: list[str], start: int) -> TorchrunLine:
             unseen = True  # `$DISTRIBUTED_ARGS`, "$@", $(cat args): any option, or the script itself
             k += 1
             continue
+        if word == "--":  # argparse's end of options: the training script follows
+            k += 1
+            break
         if word in ("-m", "--module") or not word.startswith("-") or word.endswith((".py", ".sh")):
             break  # the training script, or -m and the module it runs
         name, has_value, value = word.partition("=")
@@ -103,8 +106,8 @@ def option(command, *dests: str):
         if text.lstrip("\"'").startswith(("$", "`")):
             k += 1
             continue
-        if text in ("-m", "--module") or not text.startswith("-") or text.endswith((".py", ".sh")):
-            break
+        if text in ("--", "-m", "--module") or not text.startswith("-") or text.endswith((".py", ".sh")):
+            break  # argparse's end of options, the training script, or -m and the module it runs
         name, has_value, _ = text.partition("=")
         resolved = name if name in SHORT_WITH_VALUE or name == "-h" else resolve(name)
         if resolved is None:
