@@ -59,6 +59,7 @@ RULE_MODULES = [
     "launch_rdzv_host",
     "launch_bare_wait",
     "launch_trap_deferred",
+    "launch_trap_steps_only",
     "launch_step_assignment",
     "launch_srun_task_count",
     "launch_set_options",

@@ -46,20 +46,26 @@ _SIGNAL = re.compile(r"(?i)(r?)(b?)(r?):?([A-Za-z0-9+]+)(?:@.*)?")
 _PRINT_ONLY = {"echo", "printf", ":", "true", "date", "logger"}
 
 
-def _batch_signal(parsed):
-    """(signal name, the directive that set it) when the job's --signal goes to the batch shell, else None:
-    the last directive's signal, with B from any of them (get_signal_opts() sets KILL_JOB_BATCH in the
-    flags it keeps, and each directive replaces the signal and its time)."""
+def job_signal(parsed):
+    """(signal name, the directive that set it, whether it goes to the batch shell) of the job's --signal, else
+    None: the last directive's signal, with B from any of them (get_signal_opts() sets KILL_JOB_BATCH in the
+    flags it keeps, and each directive replaces the signal and its time). Read by launch-trap-steps-only too."""
     batch, last = False, None
     for option in parsed.get("signal"):
         match = _SIGNAL.fullmatch((option.value or "").strip())
         if match:
             batch |= bool(match.group(2))
             last = (signal_name(match.group(4)), option)
-    return last if batch else None
+    return (*last, batch) if last else None
 
 
-def _handler(command, signal: str):
+def _batch_signal(parsed):
+    """(signal name, the directive that set it) when the job's --signal goes to the batch shell, else None."""
+    found = job_signal(parsed)
+    return found[:2] if found and found[2] else None
+
+
+def handler(command, signal: str):
     """What this `trap` does to `signal`: None when it does not name it; "" when it resets or ignores it
     (`trap - SIG`, `trap '' SIG`, `trap SIG`); else the action's text."""
     words = trap_words(command)
@@ -73,7 +79,7 @@ def _handler(command, signal: str):
     return "" if action == "-" else action
 
 
-def _prints_only(shell, action: str) -> bool:
+def prints_only(shell, action: str) -> bool:
     """The handler runs only printing commands, also through the script's own functions it calls."""
     bodies = dict(function_definitions(shell))
     names = []
@@ -103,17 +109,17 @@ def check(target):
     state, trap = "", None  # the signal's handler as the batch shell has it, statement by statement
     last = None
     for command in sorted(shell.commands, key=lambda c: c.node.start_byte):
-        if in_function(command.node) or enclosing(command.node, _OWN_SHELL) is not None:
+        if in_function(command.node) or enclosing(command.node, OWN_SHELL) is not None:
             continue
         if command.name == "trap":
-            action = _handler(command, signal)
+            action = handler(command, signal)
             if action is not None:
                 state, trap = action, command
         elif command.name == "exec" and command.args and state:
             return  # the shell is replaced: no trap any more, and srun forwards the signal to its tasks
         elif _work(command) and not backgrounded(command):
             last = (command, trap, state)  # the handler the shell has while this work runs
-    if last is None or not last[2] or _prints_only(shell, last[2]):
+    if last is None or not last[2] or prints_only(shell, last[2]):
         return
     command, trap, action = last
     yield (script.display, command.line, command.col,
@@ -123,4 +129,4 @@ def check(target):
 
 
 # A subshell or `$( )` has its own traps and does not hold the batch shell's
-_OWN_SHELL = ("subshell", "command_substitution")
+OWN_SHELL = ("subshell", "command_substitution")
