@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         full = git(git_dir, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
         blob = git(git_dir, "show", f"{commit}:{inside}") if full.returncode == 0 else full
         if blob.returncode != 0:
-            print(f"{repo}: {path} not at {commit} in the snapshot (is it older than the list?)", file=sys.stderr)
+            print(f"{holder}: {inside} not at {commit} in the snapshot (is it older than the list?)", file=sys.stderr)
             failed += 1
             continue
         target = args.out / repo / path

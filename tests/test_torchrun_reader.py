@@ -69,9 +69,46 @@ def test_an_expansion_where_an_option_may_stand_hides_options():
     assert not torchrun.read(["--node_rank", "$SLURM_NODEID", "train.py"], 0).unseen
 
 
-def test_module_mode_ends_the_options():
-    line = torchrun.read("--nnodes=1 -m pkg.train --nnodes=4".split(), 0)
-    assert line.options == {"nnodes": "1"} and line.script == 1
+def test_module_mode_is_a_flag_options_follow_it(parser):
+    # torchrun's -m runs the script as a module; options may follow it (OLMo's `torchrun -m --nproc_per_node=4 ...`)
+    for words in ("--nnodes=1 -m pkg.train --nnodes=4".split(), "-m --nproc_per_node=4 scripts.train cfg".split()):
+        line = torchrun.read(words, 0)
+        parsed = parser.parse_args(words)
+        assert parsed.module and parsed.training_script == words[line.script]
+        assert line.options.get("nnodes", "1:1") == parsed.nnodes
+        assert line.options.get("nproc_per_node", "1") == str(parsed.nproc_per_node)
+
+
+def test_values_that_look_like_scripts_and_short_options(parser):
+    for words in (["--log-dir=out.py", "train.py"], ["-r3", "-t", "3", "train.py"], ["--nnodes=2", "-", "x"]):
+        line = torchrun.read(words, 0)
+        parsed = parser.parse_args(words)
+        assert parsed.training_script == words[line.script]
+    assert torchrun.read(["-r3", "train.py"], 0).options == {"redirects": "3"}
+
+
+class _Arg:
+    def __init__(self, text, col):
+        self.raw = self.value = text
+        self.line, self.col, self.node = 7, col, None
+
+
+class _Command:
+    def __init__(self, name, text):
+        self.name, self.args, col = name, [], len(name) + 2
+        for word in text.split():
+            self.args.append(_Arg(word, col))
+            col += len(word) + 1
+
+
+def test_option_gives_the_value_word_where_it_stands():
+    command = _Command("torchrun", "--nn=2 --nproc-per 4 --standalone -m pkg --nnodes 8")
+    word = torchrun.option(command, "nnodes")
+    assert (word.value, word.col) == ("2", 10 + len("--nn="))  # the script's own --nnodes 8 is not torchrun's
+    assert torchrun.option(command, "nproc_per_node").value == "4"
+    assert torchrun.option(command, "standalone").value == ""
+    python = _Command("python", "-m torch.distributed.run --nnodes=3 t.py")
+    assert torchrun.option(python, "nnodes").value == "3" and torchrun.option(python, "module") is None
 
 
 def test_an_ambiguous_prefix_is_kept_apart():

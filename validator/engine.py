@@ -205,7 +205,8 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             target = Target(script=preset.script, preset=preset, repo_root=root, release=release)
         else:
             strict = kind == "shared" or options.strict or config.strict
-            release = options.release or config.slurm_version or sbatch.releases()[-1]
+            given = options.release or config.slurm_version  # else the newest is assumed
+            release = given or sbatch.releases()[-1]
             script, problems = load_script(path, root, release, strict, config.spank, config.spank_options)
             if script is not None and _other_language(path, script):
                 # said, not a finding: the file is not a batch script, and nothing in it was checked
@@ -224,8 +225,7 @@ def validate(paths: list[str], options: Options) -> list[Finding]:
             elif script is not None and not script.shellcheck_reads:
                 print(f"validator: {script.display}: its '#!' line runs {script.interpreter}: shellcheck was not "
                       "run (it reads sh, bash, dash and ksh)", file=sys.stderr)
-            target = Target(script=script, repo_root=root, release=release, strict=strict,
-                            release_assumed=not (options.release or config.slurm_version))
+            target = Target(script=script, repo_root=root, release=release, strict=strict, release_assumed=not given)
         if target.preset and target.preset.document:
             problems = problems + target.preset.document.problems
         for source, breaks in _texts(target):

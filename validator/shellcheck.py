@@ -136,7 +136,7 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule == "SC2283" and _literal_equals(finding, script):
         return False
-    if finding.rule == "SC2199" and _MEMBERSHIP.search(finding_line(finding, script)):
+    if finding.rule == "SC2199" and _membership_at(finding, script):
         return False
     if finding.rule == "SC1087" and (_in_pattern(finding, script) or _no_array(finding, script)):
         return False
@@ -373,20 +373,34 @@ _UNICODE_SPACES = re.compile(r"(?=.*[^ \t])[\s\u200b\u200c\u200d\u2060\ufeff]+")
 
 
 def _lone_unicode_space(finding: Finding, script) -> bool:
-    """SC1018 on a line that holds nothing but unicode spaces (a pasted zero-width space), not continuing the line above,
-    in a script that never turns errexit on: bash 5.2.15 (here) runs the space as a command name, prints "command not
-    found" and goes on to the next line, which runs as written (rounds 459 and 499: 3 findings judged false; round
-    485's judge called the same two lines true for the message in the log). Still reported: with errexit the job stops
-    there (exit 127); above a directive the line is sbatch's first command and ends the directives (round 499's line
-    2: the #SBATCH lines below it are ignored); a unicode space between words changes the command."""
+    """SC1018 on a line that holds nothing but unicode spaces (a pasted zero-width space), a statement of its own at the
+    script's top level with more statements after it, below every #SBATCH line, in a script that never turns errexit
+    on: bash 5.2.15 (here) runs the space as a command name, prints "command not found" and goes on to the next
+    statement, which runs as written (rounds 459 and 499: 3 findings judged false; round 485's judge called the same
+    two lines true for the message in the log). Still reported: with errexit the job stops there (exit 127); above a
+    directive the line is sbatch's first command and ends the directives (round 499's line 2: the #SBATCH lines below
+    it are ignored); as the script's last statement its 127 is the job's exit (FAILED), inside an `if`, a loop or a
+    function body it may be the status they return, after `|`, `&&` or `||` it joins that list (a review's probes,
+    bash 5.2.15); a unicode space between words changes the command."""
     from validator.rules.base import errexit_anywhere
 
-    lines = _lines(script)
-    line = finding_line(finding, script)
-    above = lines[finding.line - 2].rstrip() if 1 < finding.line <= len(lines) + 1 else ""
-    return _UNICODE_SPACES.fullmatch(line) is not None and not above.endswith("\\") \
-        and not any(later.startswith("#SBATCH") for later in lines[finding.line:]) \
-        and getattr(script, "shell", None) is not None and not errexit_anywhere(script)
+    shell = getattr(script, "shell", None)
+    if shell is None or _UNICODE_SPACES.fullmatch(finding_line(finding, script)) is None:
+        return False
+    lone = shell.once("lone statements", lambda: _lone_statements(shell, _lines(script)))
+    return finding.line in lone and not errexit_anywhere(script)
+
+
+def _lone_statements(shell, lines: list[str]) -> frozenset:
+    """Lines of the script's top-level simple commands that stand alone on their line, below the last #SBATCH line,
+    with another top-level statement after them; read once per script (a scan per finding was quadratic)."""
+    if shell.root is None:
+        return frozenset()
+    last_directive = max((n for n, line in enumerate(lines, 1) if line.startswith("#SBATCH")), default=0)
+    statements = [c for c in shell.root.named_children if c.type != "comment"]
+    return frozenset(c.start_point[0] + 1 for c in statements[:-1]
+                     if c.type == "command" and c.start_point[0] == c.end_point[0]
+                     and c.start_point[0] + 1 > last_directive)
 
 
 def _negated_group(finding: Finding, script) -> bool:
@@ -423,6 +437,11 @@ def _in_echo(finding: Finding, script) -> bool:
 # Programs that take '=' as an ordinary argument: `grep = config.ini` (the pattern), `expr a = b`.
 _TAKES_EQUALS = {"grep", "egrep", "fgrep", "rg", "awk", "sed", "expr", "test", "[", "echo", "printf", "cut",
                  "tr", "jq", "sort", "find", "xargs"}
+
+
+def _membership_at(finding: Finding, script) -> bool:
+    """SC2199 where the finding's own test is a membership test (_MEMBERSHIP), not another test on its line."""
+    return any(m.start() < finding.col <= m.end() + 1 for m in _MEMBERSHIP.finditer(finding_line(finding, script)))
 
 
 def _literal_equals(finding: Finding, script) -> bool:

@@ -626,9 +626,9 @@ def unasked_gpu_launcher(script) -> bool:
             or not _GPU_PARTITION.search(parsed.value("partition") or "") \
             or "gloo" in (script.source.text or ""):
         return False
-    for command in launcher_commands(script.shell):
-        from validator.rules import torchrun
+    from validator.rules import torchrun  # here: the rules package imports this module first
 
+    for command in launcher_commands(script.shell):
         word = torchrun.option(command, "nproc_per_node")
         if word is not None and (as_int(word.value) or 0) >= 2:
             return True

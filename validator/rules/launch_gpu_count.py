@@ -113,7 +113,8 @@ def _one_node_total(parsed, launcher):
             or as_int(parsed.value("ntasks-per-node") or "1") != 1:
         return None  # several tasks may take the GPUs on several nodes: one launcher per task
     nnodes = torchrun.option(launcher, "nnodes")
-    one_node = torchrun.option(launcher, "standalone") is not None or (nnodes is not None and nnodes.value in ("1", "1:1"))
+    one_node = torchrun.option(launcher, "standalone") is not None \
+        or (nnodes is not None and nnodes.value in ("1", "1:1"))
     return as_int((parsed.value("gpus") or "").rsplit(":", 1)[-1]) if one_node else None
 
 

@@ -54,7 +54,7 @@ import re
 
 from validator.rules.base import (GOOD_BATCH, MPI_LAUNCHERS, as_int, bad_batch, enclosing_command,
                                   enclosing_command_name, gres_gpus, is_decimal, launcher_commands, maybe_whole_nodes,
-                                  non_ascii_number, read_beyond_parse, srun_option, unasked_gpu_launcher,
+                                  non_ascii_number, read_beyond_parse, unasked_gpu_launcher,
                                   whole_nodes)
 from validator.rules import torchrun
 from validator.rules.srun import TASK_OPTIONS, read_options, srun_commands
@@ -139,7 +139,8 @@ def _elastic(command, shell) -> bool:
     master_addr:master_port only for rdzv_backend "static", and run() notes "master_port is only used
     for the static rendezvous backend, not c10d": torch/distributed/run.py at torch 2.13.0; round
     thirty-two: --master_port beside a c10d endpoint)."""
-    backend = srun_option(shell, command, "--rdzv-backend", "--rdzv_backend")
+    backend = torchrun.option(command, "rdzv_backend") \
+        or torchrun.hidden_option(shell, command, "--rdzv-backend", "--rdzv_backend")
     return backend is not None and backend.value not in (None, "", "static")
 
 
@@ -245,8 +246,7 @@ def _default_port(command) -> bool:
     With at most one node (--nnodes unsaid: "1:1") and no port or endpoint, run() switches the static rendezvous to
     c10d at localhost:0, a free port (torch/distributed/run.py at torch 2.13.0, run(): `if max_nodes == 1`), and
     binds no fixed port. The caller checks that no PET_ variable is named (argparse_util.env reads PET_MASTER_PORT)."""
-    words = [a.value or a.raw for a in command.args]
-    line = torchrun.read(words, 2 if words[:1] == ["-m"] else 0)  # `python -m torch.distributed.launch`
+    line = torchrun.read([a.value or a.raw for a in command.args], torchrun.start_of(command))
     given = line.options
     if line.unseen or torchrun.AMBIGUOUS in given or given.get("rdzv_backend", "static") != "static" \
             or any(name in given for name in ("master_port", "rdzv_endpoint", "standalone")):

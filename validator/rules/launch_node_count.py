@@ -22,7 +22,7 @@ import re
 
 from validator.rules import torchrun
 from validator.rules.base import (GOOD_BATCH, as_int, bad_batch, in_function, is_decimal, is_launcher,
-                                  launcher_commands, launcher_steps, non_ascii_number, srun_option, with_payloads)
+                                  launcher_commands, launcher_steps, non_ascii_number, with_payloads)
 from validator.rules.srun import SHORT_WITH_VALUE
 ID = "launch-node-count"
 SEVERITY = "error"
@@ -133,7 +133,7 @@ def check(target):
                      for found in re.finditer(r"(?<![\w])PET_NNODES=([^\s;,]*)", line))
     for command in launchers:
         word = torchrun.option(command, "nnodes")
-        passed = word or srun_option(script.shell, command, "--nnodes", "--nnodes")  # also through an array
+        passed = word or torchrun.hidden_option(script.shell, command, "--nnodes")  # also through an array
         if passed is None and pet_nnodes:
             passed = "PET_NNODES"
         if (passed is None or torchrun.option(command, "standalone") is not None) and several \

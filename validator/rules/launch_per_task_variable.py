@@ -91,8 +91,9 @@ _PER_NODE = {"SLURM_NODEID", "SLURM_GPUS_ON_NODE"}
 _C10D = re.compile(r"rdzv[_-]backend[= ]+[\"']?c10d\b")
 # A launcher's node-rank option just before the value: torchrun's --node-rank (torch.distributed.launch's, the same
 # parser), accelerate's --machine_rank (handed to torch.distributed.run as node_rank), argparse's spellings of both,
-# and the prefixes torchrun's argparse takes for its own (`--node_r`: validator/rules/torchrun.py, a review's probe)
-_NODE_RANK_SPELLING = r"--(?:node[_-]r(?:a(?:nk?)?)?|machine[_-]rank)"
+# and the prefixes torchrun's argparse takes for its own (`--node_`, `--node_r`: the only option strings they start;
+# `--node` is ambiguous, torchrun.resolve; a review's probe)
+_NODE_RANK_SPELLING = r"--(?:node[_-](?:r(?:a(?:nk?)?)?)?|machine[_-]rank)"
 _NODE_RANK_OPTION = re.compile(_NODE_RANK_SPELLING + r"(?:=|[ \t]+)[\"']?$")
 _PRINTS = {"echo", "printf"}
 # Read in every process of the step whatever the program's code: the device lists by the CUDA, ROCm and
@@ -110,8 +111,6 @@ _TASK_COUNT_OPTIONS = ("ntasks", "ntasks-per-node", "ntasks-per-socket", "ntasks
                        "ntasks-per-gpu", "gpus-per-task", "cpus-per-task")
 
 
-
-
 def _one_value(parsed, name: str, shell=None) -> bool:
     """One node, and for per-task names one task on it: asked for, or sbatch's default where no
     directive sets the task count and no srun of the script asks for more tasks itself (round one
@@ -125,8 +124,6 @@ def _one_value(parsed, name: str, shell=None) -> bool:
         return False
     return not shell.once("an srun asks for tasks", lambda: any(  # once per script: linear
         srun_option(shell, command, *TASK_OPTIONS) is not None for command in shell.named("srun")))
-
-
 
 
 def _c10d_rank(expansion, data: bytes, seen: dict) -> bool:
@@ -321,7 +318,6 @@ def _tests_first(expansion) -> bool:
     name = re.escape(expansion.name)
     return re.search(r"\$\{?" + name + r"\}?\"?\s*(?:==?|-eq)\s*\"?0\"?(?=[\s\]]|$)"
                      r"|(?<![\w-])\"?0\"?\s*(?:==?|-eq)\s*\"?\$\{?" + name + r"\b", text) is not None
-
 
 
 def _node_rank(lines: list[str], expansion, holder: str | None, names: frozenset) -> bool:
