@@ -11,6 +11,11 @@ with no '#!' at all whose #SBATCH lines come after prose (a README's lines to pa
 submitter or job generator with no '#!' (base.is_submitter: it runs sbatch or writes a job's #SBATCH lines
 with a here-document, and has no directive sbatch would read): it is run with bash, not given to sbatch
 (round one hundred and twenty-five: `make_run_file() { cat > $1.sh <<%EOF%` ... `sbatch ${name}.sh`).
+A '#!' line that runs sbatch (`#!/usr/bin/sbatch`, so that `./job.sh` submits it) is reported in both profiles:
+slurmstepd execs the batch script, the kernel hands it to the interpreter its '#!' line names, and sbatch submits
+the file again from inside the job, whose body bash never runs; the next job does the same (round 560's recall
+note; measured on the local cluster, Slurm 22.05.8: each job's output was "Submitted batch job N+1", six jobs in
+20 s, named slurm_script, and the body's line was never written).
 """
 from validator.rules.base import is_submitter
 ID = "sbatch-shebang"
@@ -31,6 +36,15 @@ def _header_only(above: list[str]) -> bool:
     return all(not line.strip() or line.lstrip().startswith("#") for line in above)
 
 
+def _runs_sbatch(first: str) -> bool:
+    """`#!/usr/bin/sbatch` or `#!/usr/bin/env sbatch`: the interpreter the kernel runs for the script is sbatch."""
+    words = first[2:].split()
+    name = words[0].rsplit("/", 1)[-1] if words else ""
+    if name == "env":
+        name = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), "").rsplit("/", 1)[-1]
+    return name == "sbatch"
+
+
 def check(target):
     script = target.script
     first = script.lines[0] if script.lines else ""
@@ -49,5 +63,8 @@ def check(target):
     elif not first.startswith("#!"):
         if not script.quotes_job_text and not is_submitter(script):
             yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
+    elif _runs_sbatch(first):
+        yield (script.display, 1, 1, "the '#!' line runs sbatch: submitted with sbatch, the job's script is run through "
+               "sbatch again, so each job submits the next and the body never runs; start it with #!/bin/bash")
     elif "bash" not in first and target.strict:
         yield (script.display, 1, 1, f"interpreter '{first[2:].strip()}' is not bash; presets are bash scripts")
