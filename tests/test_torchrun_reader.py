@@ -11,7 +11,7 @@ import pytest
 
 from validator.rules import torchrun
 
-run = pytest.importorskip("torch.distributed.run")
+from torch.distributed import run  # torch is a test dependency (pyproject.toml): never skipped
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,8 @@ def test_the_option_table_is_torchruns(parser):
     short_valued = {s for action in parser._actions if action.nargs != 0 for s in action.option_strings
                     if not s.startswith("--")}
     assert torchrun.SHORT_WITH_VALUE == short_valued
+    for short, long in torchrun.SHORT.items():  # each short option is the same action as the long one named for it
+        assert any(short in a.option_strings and long in a.option_strings for a in parser._actions)
 
 
 def _argparse_dest(parser, word):

@@ -422,10 +422,10 @@ _EXTGLOB = re.compile(r"(?:^|[;&|({\s])shopt\b[^#\n]*\bextglob\b|^#!.*-O\s*extgl
 
 def _extglob_named(script) -> bool:
     """Whether the script may turn extglob on; read once per script (the shell's index of derived facts)."""
-    text = "\n".join(_lines(script))
+    def find() -> bool:  # the text joined inside: once per script, not once per finding
+        return _EXTGLOB.search("\n".join(_lines(script))) is not None
     shell = getattr(script, "shell", None)
-    return shell.once("extglob named", lambda: _EXTGLOB.search(text) is not None) if shell is not None \
-        else _EXTGLOB.search(text) is not None
+    return shell.once("extglob named", find) if shell is not None else find()
 
 
 def _in_echo(finding: Finding, script) -> bool:

@@ -1247,7 +1247,7 @@ def _last_result_check(shell) -> int | None:
     # a job that cancels jobs where a test fails (GCHP's multi-run segments: `if [ -f cap_restart ] ... else
     # cancel_all_jobs`, a function that runs scancel; rounds 471, 500 and 537) handles the failure itself, as an exit
     # with a status does: scancel itself, or a call of a function of the script whose body runs it
-    cancels = [c for c in shell.named("scancel") if not _signals_only(c)]
+    cancels = [c for c in shell.named("scancel") if not scancel_signals_only(c)]
     # the script's functions that run such a scancel (a command of their body, not a word of a comment)
     cancelling = {name for c in cancels if (name := _enclosing_function_name(c.node)) is not None}
     cancels += [c for c in shell.named(*cancelling)] if cancelling else []
@@ -1298,7 +1298,7 @@ def _negated(condition) -> bool:
     return re.search(rb"(^|[\s\[(])!\s", condition.text) is not None
 
 
-def _signals_only(command) -> bool:
+def scancel_signals_only(command) -> bool:
     """`scancel --signal=USR1 ...` (or -s) sends a signal and cancels nothing (scancel.1)."""
     return any((a.value or a.raw).startswith(("--signal", "-s")) for a in command.args)
 
@@ -1390,10 +1390,15 @@ def ending_kill(command) -> bool:
     SIGTERM by default); not `kill -0 PID` (a test that the process lives) nor STOP, INT or USR1."""
     if command.name != "kill":
         return False
+    return all(sig in ENDING_SIGNALS for sig in kill_signals(command))
+
+
+def kill_signals(command) -> list[str]:
+    """The signals, by signal_name, that a `kill` (or pkill, killall) names: `-9`, `-USR1`, `-SIGTERM`, `-s TERM`,
+    `-n 10`; none where it names none (bash's kill then sends TERM). Read by launch-trap-steps-only too."""
     words = [a.value or a.raw for a in command.args]
-    signals = [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")] + \
-              [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")]
-    return all(signal_name(sig) in ENDING_SIGNALS for sig in signals)
+    return [signal_name(n) for n in [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")]
+            + [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")]]
 
 
 _DUMPS_VARIABLES = re.compile(r"(?<![\w-])(?:declare|typeset)[ \t]+-[A-Za-z]*p")  # one line ([ \t]): linear

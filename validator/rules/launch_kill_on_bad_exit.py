@@ -419,8 +419,9 @@ _HELPER_SCRIPT = re.compile(r"(?i)(^|[-_])(copy|sync|clean|cleanup|clear|drop|do
                             r"|setup|config|configure|prepare|venv|metadata|info|inventory)"
                             r"([-_][\w-]*)?\.(sh|py)$")
 # A python script named only for looking after the node itself (drops its page cache, cleans its scratch, watches
-# it; not data_clean.py or train_monitor.py, the job's work): a narrower list than _HELPER_SCRIPT's, whose extract, download, stage or setup name python programs of the job's
-# own work (round 552: five such steps judged true, extract_biases.py an mpi4py world among them)
+# it; not data_clean.py or train_monitor.py, the job's work): a narrower list than _HELPER_SCRIPT's, whose extract,
+# download, stage or setup name python programs of the job's own work (round 552: five such steps judged true,
+# extract_biases.py an mpi4py world among them)
 _NODE_CARE_PY = re.compile(r"(?i)(^|/)(drop|drop[-_]?caches?|cleanup|clear[-_]?caches?|monitor)\.py$")
 # A script name that says it runs the job's work, whatever helper word it also holds
 _WORK_SCRIPT = re.compile(r"(?i)(^|[-_])(train|training|run|launch|main|submit|job|exec|solve|simulate)([-_.]|$)")
@@ -768,9 +769,9 @@ def _standalone_torchrun(shell, command, program) -> bool:
     c10d on localhost:0 with a fresh uuid as rdzv id); with no --nnodes other than 1 and no --rdzv-backend other than
     static, each agent is a world of one node: --nnodes defaults to 1:1 and the backend to static, whose agent of node
     rank 0 hosts its own store at get_rdzv_endpoint's master_addr:master_port (127.0.0.1:29500 unless given; run.py
-    at pytorch/pytorch 010929fd: --nnodes default "1:1", --rdzv-backend default "static") and waits for no other node (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun
-    torchrun --nproc_per_node=4 main.py` on two nodes, or four such tasks on one node with --master_addr, where all
-    but one fail at once on the port; the missing --nnodes is launch-node-count's finding there). A c10d or etcd
+    at pytorch/pytorch 010929fd: --nnodes default "1:1", --rdzv-backend default "static") and waits for no other node
+    (round 531's minGPT jobs and round 521's DeepSpeed tutorial: `srun torchrun --nproc_per_node=4 main.py` on two nodes,
+    or four such tasks on one node with --master_addr, where all but one fail at once on the port; the missing --nnodes is launch-node-count's finding there). A c10d or etcd
     backend joins the agents at its endpoint even for one node (a late agent waits for the next round): kept. So is a
     step whose options the text does not show: a bare expansion where an option may stand (`torchrun $ARGS t.py`),
     any mention of torchrun's PET_ variables in the file (argparse_util.env reads PET_NNODES, PET_RDZV_BACKEND: an
@@ -790,10 +791,9 @@ def _standalone_torchrun(shell, command, program) -> bool:
 
 
 def _torchrun_settings_unseen(shell) -> bool:
-    """The file names torchrun's PET_ variables anywhere (`PET_NNODES`, not `SNIPPET_DIR`), or sources a file that
-    may set them (not a virtual environment's or conda's activate script)."""
-    text = shell.root.text if shell.root is not None else b""
-    return re.search(rb"(?<![A-Za-z0-9_])PET_[A-Z_]+", text) is not None or any(
+    """The file's code names torchrun's PET_ variables (torchrun.pet_named), or sources a file that may set them (not a
+    virtual environment's or conda's activate script)."""
+    return torchrun.pet_named(shell) or any(
         c.args and not re.search(r"(^|/)(activate|conda\.sh)$", c.args[0].value or c.args[0].raw)
         for c in shell.named("source", "."))
 

@@ -255,10 +255,6 @@ def _default_port(command) -> bool:
     return top.isascii() and top.isdigit() and int(top) > 1
 
 
-# A PET_ variable named in the code (PET_MASTER_PORT, PET_NNODES: torchrun's options from the environment)
-_PET = re.compile(r"(?<![A-Za-z0-9_])PET_[A-Z_]+")
-
-
 def _findings(script, exported_ignored: bool = False):
     """exported_ignored: a MASTER_PORT the script sets is not reported (a job of one process: check())."""
     shell = script.shell
@@ -289,8 +285,7 @@ def _findings(script, exported_ignored: bool = False):
         message = _literal_port(a.value) if is_decimal(a.value) or "$" not in a.raw else None
         if dead_export and message and (message.startswith(_FIXED) or _EPHEMERAL in message):
             if a.name == "MASTER_PORT" and a.exported and not defaulted:
-                pet = any(_PET.search(line) for line in script.lines if not line.lstrip().startswith("#"))
-                defaulted = [c for c in every if not pet and _default_port(c)] or [None]
+                defaulted = [c for c in every if not torchrun.pet_named(shell) and _default_port(c)] or [None]
             continue  # a well-formed port nothing binds (a value that is no port at all is still said)
         if a.name == "MASTER_PORT" and message and (a.exported or (a.name in used and not unread)) \
                 and not (exported_ignored and (message.startswith(_FIXED) or _EPHEMERAL in message)):

@@ -15,9 +15,7 @@ are not the batch shell's own, nor one that only prints: nothing is lost), where
 then the trap has a sender).
 Holds for: 22.05-26.05 (the same code and text at both tags).
 """
-import re
-
-from validator.rules.base import enclosing, in_function, is_batch_script, signal_name
+from validator.rules.base import enclosing, in_function, is_batch_script, kill_signals, scancel_signals_only
 from validator.rules.launch_trap_deferred import OWN_SHELL, handler, job_signal, prints_only
 
 ID = "launch-trap-steps-only"
@@ -37,14 +35,7 @@ def _sends_itself(shell, signal: str) -> bool:
     """The script sends the signal itself: `kill -USR1 $$`, `kill -s USR1 PID`, `kill -10 ...`, `pkill -USR1`, or
     scancel with --signal/-s (which reaches the batch shell with --batch or --full)."""
     for command in shell.named("kill", "pkill", "killall", "scancel"):
-        words = [a.value or a.raw for a in command.args]
-        if command.name == "scancel":
-            if any(w.startswith(("--signal", "-s")) for w in words):
-                return True
-            continue
-        named = [w[1:] for w in words if w.startswith("-") and w not in ("-s", "-n", "--")] + \
-                [n for w, n in zip(words, words[1:]) if w in ("-s", "-n")]
-        if any(signal_name(re.sub(r"^-?(SIG)?", "", n, flags=re.I)) == signal for n in named):
+        if scancel_signals_only(command) if command.name == "scancel" else signal in kill_signals(command):
             return True
     return False
 

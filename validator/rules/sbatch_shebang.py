@@ -36,15 +36,6 @@ def _header_only(above: list[str]) -> bool:
     return all(not line.strip() or line.lstrip().startswith("#") for line in above)
 
 
-def _runs_sbatch(first: str) -> bool:
-    """`#!/usr/bin/sbatch` or `#!/usr/bin/env sbatch`: the interpreter the kernel runs for the script is sbatch."""
-    words = first[2:].split()
-    name = words[0].rsplit("/", 1)[-1] if words else ""
-    if name == "env":
-        name = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), "").rsplit("/", 1)[-1]
-    return name == "sbatch"
-
-
 def check(target):
     script = target.script
     first = script.lines[0] if script.lines else ""
@@ -63,8 +54,8 @@ def check(target):
     elif not first.startswith("#!"):
         if not script.quotes_job_text and not is_submitter(script):
             yield (script.display, 1, 1, "no '#!' line: sbatch refuses a batch script without one")
-    elif _runs_sbatch(first):
-        yield (script.display, 1, 1, "the '#!' line runs sbatch: submitted with sbatch, the job's script is run through "
-               "sbatch again, so each job submits the next and the body never runs; start it with #!/bin/bash")
+    elif script.interpreter == "sbatch":  # `#!/usr/bin/sbatch`, `#!/usr/bin/env sbatch` (model.interpreter)
+        yield (script.display, 1, 1, "the '#!' line runs sbatch: submitted with sbatch, the job's script is run "
+               "through sbatch again, so each job submits the next and the body never runs; start it with #!/bin/bash")
     elif "bash" not in first and target.strict:
         yield (script.display, 1, 1, f"interpreter '{first[2:].strip()}' is not bash; presets are bash scripts")

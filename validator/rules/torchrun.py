@@ -13,6 +13,7 @@ is passed over as an unknown word.
 """
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 # Every option string of torchrun's parser at torch 2.13.0 (`[s for a in get_args_parser()._actions for s in
@@ -138,3 +139,18 @@ def hidden_option(shell, command, *names: str):
     if not _scan(texts, start_of(command))[1]:
         return None
     return srun_option(shell, command, *names)
+
+
+# torchrun's options from the environment: argparse_util.env reads PET_{DEST} (PET_NNODES, PET_MASTER_PORT) for each
+# option (torch/distributed/argparse_util.py at torch 2.13.0); `PET_NNODES`, not `SNIPPET_DIR`
+_PET = re.compile(r"(?<![A-Za-z0-9_])PET_[A-Z_]+")
+
+
+def pet_named(shell) -> bool:
+    """A line of the script's code (not a comment line) names a PET_ variable (an assignment,
+    `--export=...,PET_NNODES=2`, a command's own `PET_NNODES=2 srun ...`): torchrun's options may come from the
+    environment, unseen on its command line; read once per script."""
+    def find() -> bool:
+        text = shell.root.text.decode("utf-8", "replace") if shell.root is not None else ""
+        return any(_PET.search(line) for line in text.splitlines() if not line.lstrip().startswith("#"))
+    return shell.once("PET named", find)
