@@ -51,6 +51,10 @@ def _closest(option) -> str:
 
     from validator.sbatch import known_options
     name = option.written[2:].split("=")[0]
+    head, colon, rest = name.partition(":")
+    if colon and head in known_options(("pyxis",), None):
+        # `--gres:gpu:2`: a known option with ':' where '=' belongs (getopt_long reads the whole word as its name)
+        return f"; did you mean '--{head}={rest}'?" if rest else f"; did you mean '--{head}'?"
     if name in REMOVED_OPTIONS:
         release, instead = REMOVED_OPTIONS[name]
         return f"; Slurm removed it in {release}: use '--{instead}'"
