@@ -105,14 +105,21 @@ def _translated_time(text: str) -> bool:
 
 
 def _records_own_submission(script) -> bool:
-    """Below the command that ends the shell (Script.shell_ends: bash never reads those lines), the file keeps the
-    sbatch command that submits it with a time limit (round 472's RepEnrich2 wrapper: `exit`, then `sbatch ...
-    --time=4320 ... ${PWD}/RepEnrich2_array_wrapper.bash`): its author's record of how it is submitted."""
-    if script.shell_ends is None:
-        return False
-    rest = "\n".join((script.source.text or "").split("\n")[script.shell_ends:])
+    """The file keeps the sbatch command that submits it with a time limit, its author's record of how it is submitted:
+    below the command that ends the shell (Script.shell_ends: bash never reads those lines; round 472's RepEnrich2
+    wrapper: `exit`, then `sbatch ... --time=4320 ... ${PWD}/RepEnrich2_array_wrapper.bash`), or as a usage note in
+    a comment (round 542's Snakemake wrapper: `# sbatch --time=12:0:0 ~/git/NGS_genotype_calling/Snakemake.wrapper.sh
+    config_panel.yaml ...`). A command-line option wins over the script's (sbatch.1, INPUT ENVIRONMENT VARIABLES, at
+    slurm-22-05-0-1 and slurm-26-05-1-1: "Environment variables will override any options set in a batch script, and
+    command line options will override any environment variables")."""
+    lines = (script.source.text or "").split("\n")
+    rest = "\n".join(lines[script.shell_ends:]) if script.shell_ends is not None else ""
+    # a comment's text, its '#' taken off; no directive (`#SBATCH`), no interpreter line
+    notes = "\n".join(line.lstrip().lstrip("#") for line in lines
+                      if line.lstrip().startswith("#") and not line.lstrip().startswith(("#SBATCH", "#!")))
     name = os.path.basename(str(script.source.path))
-    return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1]) for pattern in _patterns(rest))
+    return any(fnmatch.fnmatchcase(name, pattern.rsplit("/", 1)[-1])
+               for text in (rest, notes) if "sbatch" in text for pattern in _patterns(text))
 
 
 def _ignored_time_line(script) -> int | None:
