@@ -87,7 +87,13 @@ def shellcheck_binary() -> str:
 # assigns nothing in bash and sh, it makes `NAME=value` the positional parameter $1 (bash(1), the set builtin:
 # "Any arguments remaining after option processing are ... assigned, in order, to $1, $2, ... $n"), a C shell's
 # habit; shellcheck reads no csh file (round 496's CoMemNN job: `set PYTHONPATH=./`, `set OMP_NUM_THREADS=2`).
-DEFECT_WARNINGS = frozenset({"SC2320", "SC2215", "SC2121"})
+# SC1007 (`NAME= value`) where the word after the blank is a value, not a command: bash runs that word as a command
+# with NAME empty in its environment, and NAME stays unset (bash(1), SIMPLE COMMAND EXPANSION: "If no command name
+# results, the variable assignments affect the current shell environment"; here a command name results). Round 563's
+# course project: `WORKDIR= $PFSDIR/course-project` ("Is a directory", then every path under an empty $WORKDIR);
+# `PROJ= /hpcfs/...`, `derepout= ../derep_out` in rounds 537 and 457. Not `IFS= read`, `CUDA_VISIBLE_DEVICES= python
+# t.py` or `LD_PRELOAD= ./a.out`: a command run with an empty variable on purpose (_assigned_value below).
+DEFECT_WARNINGS = frozenset({"SC2320", "SC2215", "SC2121", "SC1007"})
 # SC1078 (a double quote left open) is a defect where the file then fails to parse (shellcheck's
 # SC1072/SC1073 at its end: the rest of the script is one string); where bash parses the file the
 # quotes pair up across lines on purpose (an embedded command string) and the warning is false. Only the
@@ -153,6 +159,8 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
     if finding.rule == "SC1018" and _lone_unicode_space(finding, script):
         return False
     if finding.rule == "SC2215" and _separator_line(finding, script):
+        return False
+    if finding.rule == "SC1007" and not _assigned_value(finding, script):
         return False
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
@@ -334,6 +342,23 @@ def _block_facts(script, lines: list[str]) -> dict:
 
 
 _SEPARATOR = re.compile(r"\s*(-{3,}|={3,})\s*")
+
+
+# `NAME= WORD` alone on its line (a comment may follow): WORD a path, a variable's value, a quoted string or a number,
+# which no one runs as a command on purpose; `./prog` and a bare name may be the command run with NAME empty
+_VALUE_AFTER_BLANK = re.compile(r"\s*(?:export\s+)?(?P<name>[A-Za-z_]\w*)= +(?:[$/~\"'0-9]|\.\./|[^\s./][^\s]*/)\S*\s*(?:#.*)?$")
+
+
+def _assigned_value(finding: Finding, script) -> bool:
+    """SC1007's line is `NAME= value` with one word after the blank, a value rather than a command
+    (_VALUE_AFTER_BLANK), and a later line reads $NAME: bash runs the value, NAME stays unset and the reader gets
+    nothing (round 537's `PROJ= /hpcfs/...`, never read again, only prints an error)."""
+    found = _VALUE_AFTER_BLANK.match(finding_line(finding, script))
+    if found is None:
+        return False
+    name = re.escape(found.group("name"))
+    read = re.compile(r"\$(?:" + name + r"\b|\{" + name + r"\b)")
+    return any(read.search(line) for line in _lines(script)[finding.line:])
 
 
 def _separator_line(finding: Finding, script) -> bool:

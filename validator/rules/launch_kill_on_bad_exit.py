@@ -23,7 +23,7 @@ task, --ntasks=$SLURM_JOB_NUM_NODES in a job of one node, --ntasks-per-node=1 wi
 --ntasks: without -N sbatch allocates "enough nodes to satisfy the requested resources as expressed
 by per-job specification options" (sbatch.1, --nodes, at slurm-22-05-0-1 and slurm-26-05-1-1), one
 node here, unless the job takes whole nodes: then the count comes at submission) and a step whose program never talks to the other tasks (mkdir, rm, hostname, nvidia-smi, an
-image pull, a package install: each task ends on its own) have nothing left hanging, in both profiles;
+image pull, a package install, a cloud CLI: each task ends on its own) have nothing left hanging, in both profiles;
 nor has a step whose tasks run under `timeout`, Ray's head and workers (Ray notices a lost node), or
 task-farm workers (ipengine, dask-worker, HyperQueue's `hq worker`: the controller hands a dead worker's
 work to the others).
@@ -318,6 +318,9 @@ _PER_NODE = {"mkdir", "rm", "rmdir", "cp", "mv", "ln", "touch", "chmod", "chown"
              "set", "exit", "sudo", "md5sum", "sha256sum", "nvcc", "which", "command", "type", "ps", "uptime",
              "apt", "apt-get", "yum", "dnf", "pip", "pip3", "netstat", "ss", "lsof", "ping",
              "unsquashfs", "sysctl", "git",
+             # cloud CLIs: each task logs in, configures docker or copies its own objects (round 563's A3 sample:
+             # `srun --ntasks-per-node=1 gcloud auth configure-docker ...`)
+             "gcloud", "gsutil", "aws", "az",
              # file and text utilities: each task reads and writes its own files (dd of=out.$SLURM_PROCID)
              "dd", "stat", "sort", "uniq", "cut", "tr", "sed", "awk", "gzip", "gunzip", "zstd", "pigz", "xz",
              "unzip", "zip", "truncate", "fallocate", "shred", "dirname", "basename", "realpath", "readlink",
@@ -1250,7 +1253,7 @@ def _task_id_argument(command) -> bool:
     """The step hands each task its own id as a bare argument of its program (round 515's CaImAn job: `srun bash -c
     '... python online_testing.py $SLURM_PROCID'`, each task one dataset), in a file that shows no sign of a
     distributed program (the caller asks): a farm of copies that each take their own share. A rank handed over by
-    name (`--node_rank \$SLURM_PROCID`, `RANK=\$SLURM_PROCID`: read rounds 421-521, every one judged true) stays
+    name (`--node_rank $SLURM_PROCID`, `RANK=$SLURM_PROCID`: read rounds 421-521, every one judged true) stays
     reported."""
     return _BARE_TASK_ID.search(" ".join(a.raw for a in command.args)) is not None
 
