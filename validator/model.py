@@ -29,6 +29,9 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 # #SBATCH lines), or a generator's heredoc. The job script is the part from that line on.
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
 # Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
+# A first line that meant to be a '#!' line (`!/bin/bash`, `.#!/bin/bash`, `#/usr/bin/env bash`): a job that lost it
+_MANGLED_SHEBANG = re.compile(r"^\W{0,3}!?\s*/(?:usr/)?bin/|^#\s*/|^!|\benv\s+(?:ba)?sh\b")
+_PAGE_OF_COMMANDS = 10  # command lines above the first #SBATCH line that make a file without '#!' a text
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
 # a line at the script's top level that may end the shell: `exit`, `exit 0`, `exec julia ... "$0"` (Script.shell_text)
 # indented too: the `exit` of a polyglot's `#=` ... `=#` block is at the top level however it is indented (round 510)
@@ -351,11 +354,23 @@ class Script:
         fail; nobody submits the file: rules about a whole job (its '#!' line, its time limit) have
         nothing to judge (rounds seventeen, eighteen and twenty-three: 10 of 10 such findings judged
         false). Commands, assignments and comments above the #SBATCH lines (a record's header, a
-        script that lost its '#!') are no text: those files are still judged as jobs."""
+        script that lost its '#!') are no text: those files are still judged as jobs.
+        Nor is a file with no '#!' line anywhere (nor a mangled one on line 1: `!/bin/bash`, `.#!/bin/bash`,
+        `#/usr/bin/env bash`) whose first #SBATCH line comes after _PAGE_OF_COMMANDS command lines: sbatch would
+        refuse it and read none of its directives, and a job's header is at its top; the #SBATCH lines are text of
+        a notes file, a library of functions or a walkthrough (rounds 456, 472, 478 and 481: 26 to 304 commands
+        above them, four findings of whole-job rules judged false; a script that lost its '#!' has one or two)."""
         text = self.source.text or ""
         if text.startswith("#!"):
             return False
-        above = text.split("\n")[:self.embedded_from - 1]
+        lines = text.split("\n")
+        if not _MANGLED_SHEBANG.search(lines[0]) and not any(line.startswith("#!") for line in lines):
+            first = next((n for n, line in enumerate(lines) if line.startswith("#SBATCH")), None)
+            commands = sum(1 for line in lines[:first] if line.strip() and not line.lstrip().startswith("#")) \
+                if first is not None else 0
+            if commands >= _PAGE_OF_COMMANDS:
+                return True
+        above = lines[:self.embedded_from - 1]
         return any(is_prose(line) or _QUOTATION_END.match(line) for line in above)
 
     @cached_property
