@@ -40,7 +40,8 @@ job builds itself with a plain compiler (gcc, nvcc, gfortran) and no MPI, NCCL o
 GROMACS tool other than mdrun (grompp, editconf, trjconv: one process each). Nor a node's own stress
 test or health check (dcgmproftester, gpu_burn, stress-ng, thermal_test.sh, node_healthcheck.sh), nor
 mpirun as the step's program (or in its `bash -c` payload): each task starts its own MPI world, which mpirun
-aborts itself when a rank exits non-zero. Nor a step whose tasks only check their own GPU (`python -c "import torch;
+aborts itself when a rank exits non-zero; nor `python -m mpi4py prog.py`, whose run mode calls MPI_Abort when a rank
+raises (_MPI4PY_RUN). Nor a step whose tasks only check their own GPU (`python -c "import torch;
 print(torch.cuda.current_device())"`: no torch.distributed; modules it only imports join nothing), nor
 one a comment cut short inside its backslash continuation (the step runs without its image or program
 and fails at once), nor `srun singularity exec` with no image (every task stops with a usage error), nor, in a
@@ -916,6 +917,20 @@ def _opaque_script(shell, command) -> bool:
     return text.endswith(".sh") or "." not in name and _SCRIPTS_FOLDER.search(folder.rsplit("/", 1)[-1]) is not None
 
 
+# `python -m mpi4py prog.py` (also `-m mpi4py.run`, python's own options before it): mpi4py's run mode runs the program
+# with runpy and, on an unhandled exception or a non-zero sys.exit, sets the abort status that makes mpi4py call
+# MPI_Abort on COMM_WORLD at exit (src/mpi4py/run.py, set_abort_status, at mpi4py/mpi4py 0cb67ed; "In case of an
+# unhandled exception, abort execution of the MPI program by calling MPI.COMM_WORLD.Abort()"): every rank ends with
+# the first that fails (round 565's mpi-sppy jobs). A rank killed by a signal aborts nothing: -K would still help there,
+# but the program's own abort is what the message asks for.
+_MPI4PY_RUN = re.compile(r"(?:^|[\s/])python[\d.]*\s+(?:-[A-Za-z]+\s+)*-m\s+mpi4py(?:\.run)?(?:\s|$)")
+
+
+def _aborts_every_rank(command) -> bool:
+    """The step runs its program under mpi4py's run mode (_MPI4PY_RUN)."""
+    return _MPI4PY_RUN.search(" ".join(a.raw for a in command.args)) is not None
+
+
 def _ends_after_first_exit(shell, own) -> bool:
     """`srun --wait=60` (-W 60): srun ends the step that many seconds after its first task exits, so a
     task that dies does not leave the others waiting until the time limit (max_wait > 0 arms
@@ -1300,7 +1315,7 @@ def check(target):
         if component is not None and _one_task(shell, component, own, target.strict) \
                 or _templated_program(command) or _templated_count(shell, target.script.parsed, own) \
                 or _cut_by_comment(shell, command, lines) or _runtime_without_image(shell, command) \
-                or _independent(shell, command) \
+                or _independent(shell, command) or _aborts_every_rank(command) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
                 or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,

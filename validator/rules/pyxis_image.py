@@ -4,6 +4,8 @@ Premise (pyxis and enroot, not Slurm): a .sqsh path that does not start with / o
 registry image and sent to Docker Hub (pyxis#67), in every release; enroot before 4.0 reads only
 'registry#path' and sends 'registry/path' to Docker Hub; an unpinned tag changes under the job, a
 policy for our presets (strict profile), not a defect in somebody else's script. Holds for: every Slurm release; the pyxis versions named in the module.
+An unquoted `~/img.sqsh` that starts its own word is $HOME's absolute path by the time srun reads it (bash's tilde
+expansion): not reported; glued after '=' or quoted, the `~` reaches pyxis and is.
 """
 from validator.rules.base import image_uses
 ID = "pyxis-image"
@@ -42,11 +44,22 @@ def problems(value, strict=True):
 
 
 def check(target):
+    lines = target.script.lines
     for word, _ in image_uses(target.script.shell):
-        if word.value is None:
+        if word.value is None or _tilde_expanded(word, lines):
             continue
         for message in problems(word.value, target.strict):
             yield (target.script.display, word.line, word.col, message)
     for option in target.script.parsed.get("container-image"):
         for message in problems(option.value or "", target.strict):
             yield (target.script.display, option.line, option.col, message)
+
+
+def _tilde_expanded(word, lines) -> bool:
+    """`--container-image ~/pytorch.sqsh`: bash expands an unquoted `~` that starts a word (bash(1), Tilde Expansion),
+    so pyxis gets $HOME's absolute path (round 564's Generative-NLI job). Not glued after '=' (`--container-image=~/x`:
+    no assignment, bash leaves the `~`; bash 5.2 here) and not quoted: there pyxis gets '~/...' and asks Docker Hub."""
+    if not word.raw.startswith("~"):
+        return False
+    text = lines[word.line - 1] if 0 < word.line <= len(lines) else ""
+    return not (1 < word.col <= len(text) + 1 and text[word.col - 2] == "=")
