@@ -8,7 +8,8 @@ string over several lines that echo or printf writes to a file): they are that j
 In a script nobody here wrote (the default profile), an #SBATCH line is reported where only the
 script's set-up comes before it (set -ex, module load, mkdir -p logs, eval "$(conda shell.bash hook)",
 sourcing ~/.bashrc in an `if`: the header the author meant, cut by one early command; rounds one and
-nine, judged true). After the job's work (a loop, a program run) the #SBATCH lines are a list kept for reference or a job quoted in notes, not this
+nine, judged true), or where one stray line of any kind sits between #SBATCH lines (round 564's `job.out` between
+`#SBATCH -o` and `#SBATCH -e`: the header cut in two). After the job's work (a loop, a program run) the #SBATCH lines are a list kept for reference or a job quoted in notes, not this
 job's settings (round thirty-eight: an options glossary below the training loop; round seventeen: a
 debugging notes file; every round: 7 true of 136 judged). Nor, there, in a submitter: a file that runs
 sbatch itself and has no directive sbatch would read (round one hundred and nineteen: a Quantum
@@ -52,10 +53,11 @@ def check(target):
     if not target.strict and is_submitter(target.script):
         return  # a submitter run on the login node: it submits the jobs it writes, not itself
     work = None if target.strict else first_work_line(target.script.shell)
+    cut = _header_cut_by(parsed.lines, work) if work is not None else set()
     elsewhere = header_options(parsed) if not target.strict and parsed.ignored_directives else {}
     read = frozenset(e.name for e in target.script.shell.expansions) if elsewhere else frozenset()
     for directive in parsed.ignored_directives:
-        if directive.line in inside or (work is not None and work < directive.line):
+        if directive.line in inside or (work is not None and work < directive.line and directive.line not in cut):
             continue
         if not target.strict and (asks_for_default(directive.text, directive.line, parsed, elsewhere, read)
                                   or _no_sbatch_option(directive.text)):
@@ -66,6 +68,27 @@ def check(target):
         yield (target.script.display, directive.line, 1,
                f"#SBATCH after the first command (line {parsed.first_command_line}{what}) is ignored by Slurm; "
                "move it above")
+
+
+_TEMPLATE_MARKUP = re.compile(r"\{\{|\}\}|@@\w+@@|\{%|<%")
+
+
+def _header_cut_by(lines: list[str], work: int) -> set[int]:
+    """The #SBATCH lines of the header that one stray command line cuts in two: a line between a directive above it
+    and #SBATCH lines right below it (round 564's `job.out # for stdout redirection` between `#SBATCH -o` and
+    `#SBATCH -e`, `-p`, `-A`, `--reservation`): the header the author meant, not a list kept below the job's work.
+    The numbers of the comment lines that follow it without a break, or none."""
+    above = lines[work - 2].lstrip() if work >= 2 else ""
+    below = lines[work].lstrip() if work < len(lines) else ""
+    stray = lines[work - 1] if 0 < work <= len(lines) else ""
+    if not above.startswith("#SBATCH") or not below.startswith("#SBATCH") or _TEMPLATE_MARKUP.search(stray):
+        return set()  # `__queue{{#SBATCH -p @@queue@@}}{{}}__`: a template's optional line, rendered before sbatch
+    block = set()
+    for number in range(work + 1, len(lines) + 1):
+        if not lines[number - 1].lstrip().startswith("#"):
+            break
+        block.add(number)
+    return block
 
 
 def _no_sbatch_option(text: str) -> bool:
