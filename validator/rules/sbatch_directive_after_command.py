@@ -34,7 +34,7 @@ import re
 import tokenize
 
 from validator.rules.base import as_int, first_work_line, invisible, is_submitter, looks_blank, one_host
-from validator.sbatch import SPANK_OPTIONS, known_options, one_edit, parse_script
+from validator.sbatch import SAME_SETTING, SPANK_OPTIONS, known_options, one_edit, parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
 SCOPE = "script"
@@ -138,7 +138,7 @@ def asks_for_default(text: str, line: int, parsed, elsewhere: dict, read: frozen
     reads no variable that only the option sets. `elsewhere` counts each option's lines ({name: {line, ...}})."""
     options = parse_script("#!/bin/bash\n" + text + "\n").options
     for option in options:
-        default = _DEFAULTS.get(option.name or "")
+        default = _DEFAULTS.get(SAME_SETTING.get(option.name, option.name) or "")
         value = (option.value or "").strip("\"'")
         if option.problem or default is None or as_int(value) != as_int(default[0]) or read & set(default[1]):
             return False
@@ -152,11 +152,12 @@ def header_options(parsed) -> dict:
     (`-N 1` beside `-n 1` changes nothing), read once per script."""
     found: dict = {}
     for line, option in [(o.line, o) for o in parsed.options] + parsed.ignored_options():
-        default = _DEFAULTS.get(option.name or "")
-        if option.name == "nodelist" and one_host(option.value or ""):
+        name = SAME_SETTING.get(option.name, option.name)  # `--tasks-per-node=16` is --ntasks-per-node (round 566)
+        default = _DEFAULTS.get(name or "")
+        if name == "nodelist" and one_host(option.value or ""):
             continue  # one named host: one node, as without it
         if default is None or as_int((option.value or "").strip("\"'")) != as_int(default[0]):
-            found.setdefault(option.name, set()).add(line)
+            found.setdefault(name, set()).add(line)
     return found
 
 
