@@ -20,6 +20,9 @@ an ERR trap that exits), no `exec` of the work and no `$?` read right after it: 
 last trailer's, COMPLETED whatever the work did (bash(1): a script's status is its last command's).
 Tried once as "any command after batch-shell work" (about 3 in 4 true); narrowed to these trailers,
 48 of 48 new findings over the corpora on disk were judged true.
+A call of a function the script defines whose body ends with such work (`train() { ...; python main.py; }`, then
+`train`) is that work: a function's status is its last command's (bash(1), FUNCTIONS); a container runtime's
+housekeeping there (`singularity instance stop`) is not (round 566's cemtom job, round 539's clean-up function).
 A python whose code (`-c CODE`, or a heredoc on its stdin that the shell expands nothing in) only imports,
 looks and prints (read with Python's ast: every call a known question or conversion, `print`,
 `torch.cuda.is_available`, `os.environ.get`; every import a framework or the standard library's view of the
@@ -52,8 +55,8 @@ import ast
 import re
 
 from validator.rules.base import (GOOD_BATCH, LOOPS, WORK_PROGRAMS, bad_batch, checks_results_after, endless_loop,
-                                  heredoc_code, is_batch_script, program_base_name, set_effect, sourced,
-                                  top_level_statement, traps_err)
+                                  function_definitions, heredoc_code, is_batch_script, program_base_name, set_effect,
+                                  sourced, top_level_statement, traps_err)
 from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
                                                      session_tool)
 ID = "launch-strict-mode"
@@ -491,7 +494,7 @@ def _last_work(shell):
     next statement reads its `$?`."""
     work = [c for c in shell.commands if _top_level(c) and not _backgrounded(c.node)
             and ((c.name == "srun" and not helper_step(shell, c))
-                 or _program(c) in _WORK and not _probe(c))]
+                 or _program(c) in _WORK and not _probe(c) or _ends_in_work(shell, c))]
     if not work:
         return None
     main = max(work, key=lambda c: c.node.start_byte)
@@ -499,6 +502,41 @@ def _last_work(shell):
     if _status_read_next(main.node) or statement.parent is None:
         return None
     return main, statement
+
+
+def _ends_in_work(shell, command) -> bool:
+    """A call of a function the script defines whose body ends with work run in the batch shell (`run_ntms() { cd
+    "$PROJECT"; python main.py ...; }`, then `run_ntms prod_lda` and `conda deactivate`: round 566's cemtom job):
+    a function's status is that of its last command (bash(1), FUNCTIONS), so the call is that work."""
+    body = _function_bodies(shell).get(command.name)
+    if body is None:
+        return False
+    statements = [n for n in body.named_children if n.type != "comment"]
+    last = statements[-1] if statements else None
+    if last is None or last.type not in ("command", "redirected_statement", "pipeline"):
+        return False
+    inner = next((c for c in shell.commands if c.node is not None and c.node.start_byte == last.start_byte), None)
+    if inner is None or _program(inner) not in _WORK or _probe(inner) or _backgrounded(inner.node):
+        return False
+    # a container runtime's own housekeeping (`singularity instance stop mysqldb`: round 539's clean-up function) runs
+    # no program: only exec and run do
+    words = [a.value for a in inner.args if a.value and not a.value.startswith("-")]
+    return _program(inner) not in _RUNTIMES or bool(words) and words[0] in ("exec", "run")
+
+
+_RUNTIMES = {"singularity", "apptainer", "docker", "podman", "charliecloud", "ch-run", "enroot", "shifter"}
+
+
+def _function_bodies(shell) -> dict:
+    """name -> the body (compound statement) of the last definition of each function, read once per script."""
+    def build():
+        bodies = {}
+        for name, node in function_definitions(shell):
+            body = node.child_by_field_name("body")
+            if body is not None and body.type == "compound_statement":
+                bodies[name] = body
+        return bodies
+    return shell.once("function bodies", build)
 
 
 def _forced_success(shell):
