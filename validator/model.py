@@ -28,10 +28,10 @@ _SPANK_DECL = re.compile(r"#\s*validator:\s*spank=([a-z0-9,]+)")
 # its own header (a database of job scripts: metadata lines, a marker, then '#!/bin/bash' and its
 # #SBATCH lines), or a generator's heredoc. The job script is the part from that line on.
 _LATER_SHEBANG = re.compile(r"^#!\s*/", re.M)
-# Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 # A first line that meant to be a '#!' line (`!/bin/bash`, `.#!/bin/bash`, `#/usr/bin/env bash`): a job that lost it
 _MANGLED_SHEBANG = re.compile(r"^\W{0,3}!?\s*/(?:usr/)?bin/|^#\s*/|^!|\benv\s+(?:ba)?sh\b")
 _PAGE_OF_COMMANDS = 10  # command lines above the first #SBATCH line that make a file without '#!' a text
+# Where a text's quotation of a script ends: a Markdown fence, or a rule of three or more '=' or '-'.
 _QUOTATION_END = re.compile(r"^\s*(```|~~~|={3,}\s*$|-{3,}\s*$)")
 # a line at the script's top level that may end the shell: `exit`, `exit 0`, `exec julia ... "$0"` (Script.shell_text)
 # indented too: the `exit` of a polyglot's `#=` ... `=#` block is at the top level however it is indented (round 510)

@@ -89,7 +89,8 @@ def shellcheck_binary() -> str:
 # habit; shellcheck reads no csh file (round 496's CoMemNN job: `set PYTHONPATH=./`, `set OMP_NUM_THREADS=2`).
 # SC1007 (`NAME= value`) where the word after the blank is a value, not a command: bash runs that word as a command
 # with NAME empty in its environment, and NAME stays unset (bash(1), SIMPLE COMMAND EXPANSION: "If no command name
-# results, the variable assignments affect the current shell environment"; here a command name results). Round 563's
+# results, the variable assignments affect the current shell environment"; here a command name results; with `export`
+# bash sets NAME empty and refuses the value as a name, "not a valid identifier": NAME is empty either way). Round 563's
 # course project: `WORKDIR= $PFSDIR/course-project` ("Is a directory", then every path under an empty $WORKDIR);
 # `PROJ= /hpcfs/...`, `derepout= ../derep_out` in rounds 537 and 457. Not `IFS= read`, `CUDA_VISIBLE_DEVICES= python
 # t.py` or `LD_PRELOAD= ./a.out`: a command run with an empty variable on purpose (_assigned_value below).
@@ -164,7 +165,7 @@ def keep_in_default_profile(finding: Finding, script=None, unparsed: bool = Fals
         return False
     if finding.rule in _LET_PARSE_CODES and _LET_PARENTHESES.match(finding_line(finding, script)) \
             and _bash_parses(script)[0]:
-        return False  # where shellcheck stopped there, bash -n still checks the rest of the file
+        return False  # where shellcheck stopped there, bash -n has still parsed the rest of the file
     return finding.severity in ("error", "warning") and finding.rule not in SBATCH_FALSE and finding.rule not in STRICT_ONLY
 
 
@@ -356,7 +357,11 @@ _LET_PARENTHESES = re.compile(r"\s*let\s+(?:[A-Za-z_]\w*(?:\[[^]]*\])?[-+*/%&|^]
 
 # `NAME= WORD` alone on its line (a comment may follow): WORD a path, a variable's value, a quoted string or a number,
 # which no one runs as a command on purpose; `./prog` and a bare name may be the command run with NAME empty
-_VALUE_AFTER_BLANK = re.compile(r"\s*(?:export\s+)?(?P<name>[A-Za-z_]\w*)= +(?:[$/~\"'0-9]|\.\./|[^\s./][^\s]*/)\S*\s*(?:#.*)?$")
+_VALUE_AFTER_BLANK = re.compile(r"\s*(?:export\s+)?(?P<name>[A-Za-z_]\w*)= +(?:[$/~\"'0-9]|\.\./)\S*\s*(?:#.*)?$")
+# Names the environment gives a program (CUDA_VISIBLE_DEVICES, LD_PRELOAD, OMP_NUM_THREADS, ...): `NAME= /opt/bin/x`
+# with one of them runs x with it empty, on purpose (round 566's review: `CUDA_VISIBLE_DEVICES= bin/cpu_prepare`)
+_ENVIRONMENT_NAME = re.compile(r"(?:SLURM|SLURMD|CUDA|LD|LC|OMP|MKL|NCCL|UCX|TORCH|PYTHON|HF|WANDB|ROCR|HIP|GPU|KMP|"
+                               r"OPENBLAS|MPI|OMPI|I_MPI|FI)_\w*|IFS|LANG|PATH|HOME|TERM|DISPLAY|TMPDIR|TZ|USER|SHELL")
 
 
 def _assigned_value(finding: Finding, script) -> bool:
@@ -364,11 +369,25 @@ def _assigned_value(finding: Finding, script) -> bool:
     (_VALUE_AFTER_BLANK), and a later line reads $NAME: bash runs the value, NAME stays unset and the reader gets
     nothing (round 537's `PROJ= /hpcfs/...`, never read again, only prints an error)."""
     found = _VALUE_AFTER_BLANK.match(finding_line(finding, script))
-    if found is None:
+    if found is None or _ENVIRONMENT_NAME.fullmatch(found.group("name")):
         return False
-    name = re.escape(found.group("name"))
-    read = re.compile(r"\$(?:" + name + r"\b|\{" + name + r"\b)")
-    return any(read.search(line) for line in _lines(script)[finding.line:])
+    return _last_read(script).get(found.group("name"), 0) > finding.line
+
+
+def _last_read(script) -> dict:
+    """{name: the last line that expands $name or ${name...}}, read once per script (a file of many SC1007 findings
+    stays linear)."""
+    def build():
+        last: dict = {}
+        for number, line in enumerate(_lines(script), 1):
+            for name in _READ_NAME.findall(line):
+                last[name] = number
+        return last
+    shell = getattr(script, "shell", None)
+    return shell.once("names read by line", build) if shell is not None else build()
+
+
+_READ_NAME = re.compile(r"\$\{?([A-Za-z_]\w*)")
 
 
 def _separator_line(finding: Finding, script) -> bool:

@@ -52,9 +52,13 @@ def _closest(option) -> str:
     from validator.sbatch import known_options
     name = option.written[2:].split("=")[0]
     head, colon, rest = name.partition(":")
-    if colon and head in known_options(("pyxis",), None):
-        # `--gres:gpu:2`: a known option with ':' where '=' belongs (getopt_long reads the whole word as its name)
-        return f"; did you mean '--{head}={rest}'?" if rest else f"; did you mean '--{head}'?"
+    if colon and head in REMOVED_OPTIONS:
+        name = head  # `--workdir:/x`: the removed option's own advice
+    elif colon and head in known_options(("pyxis",), None):
+        # `--gres:gpu:2`: a known option with ':' where '=' belongs (getopt_long reads the whole word as its name);
+        # `--gres:gpu=2` leaves no value to guess: the option alone
+        tail = option.written[2 + len(head) + 1:]
+        return f"; did you mean '--{head}={tail}'?" if tail and "=" not in tail else f"; did you mean '--{head}'?"
     if name in REMOVED_OPTIONS:
         release, instead = REMOVED_OPTIONS[name]
         return f"; Slurm removed it in {release}: use '--{instead}'"
@@ -925,6 +929,8 @@ CODE_PRINTERS = frozenset({"conda", "mamba", "micromamba", "pixi", "pyenv", "spa
 # MPI launchers: each bootstraps its ranks through srun under Slurm and runs the job's work
 MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.mpich", "mpirun.openmpi", "orterun", "prun"})
 # Programs that do a job's work in the batch shell, without srun of their own
+# Container runtimes: the program they run is the work (`exec`, `run`); their other verbs are housekeeping
+CONTAINER_RUNTIMES = frozenset({"enroot", "docker", "podman", "podman-hpc", "apptainer", "singularity", "shifter"})
 WORK_PROGRAMS = MPI_LAUNCHERS | {"apptainer", "singularity", "torchrun", "deepspeed", "accelerate", "python", "python3",
                                  "docker", "podman", "charmrun", "julia", "Rscript",
                                  # a Spark application's driver: --deploy-mode defaults to client, where "the
@@ -1356,19 +1362,38 @@ def exported_function_commands(shell, name: str, line: int) -> list | None:
     None. Indexed once per script: 5,000 functions and steps stay linear."""
     if shell.root is None or name not in shell.exported_functions:
         return None
+    body = function_in_effect(shell, name, line)
+    if body is None:
+        return None
+    starts, ordered, _ = command_index(shell)
+    return ordered[bisect.bisect_left(starts, body.start_byte):bisect.bisect_left(starts, body.end_byte)]
 
+
+def command_index(shell) -> tuple:
+    """(start bytes of the commands in text order, the commands in that order, {function name: [definition nodes in
+    text order]}), built once per script: a command by its start is a bisect, not a scan (5,000 functions and steps
+    stay linear)."""
     def index():
         starts = sorted((c.node.start_byte, i) for i, c in enumerate(shell.commands) if c.node is not None)
         by_name: dict = {}
         for defined, node in function_definitions(shell):  # in the order of the text
             by_name.setdefault(defined, []).append(node)
         return [start for start, _ in starts], [shell.commands[i] for _, i in starts], by_name
-    starts, ordered, by_name = shell.once("function bodies", index)
-    found = [node for node in by_name.get(name, ()) if node.start_point[0] + 1 <= line]
-    if not found:
-        return None
-    body = found[-1]
-    return ordered[bisect.bisect_left(starts, body.start_byte):bisect.bisect_left(starts, body.end_byte)]
+    return shell.once("function bodies", index)
+
+
+def function_in_effect(shell, name: str, line: int):
+    """The definition node of function `name` that a call on `line` runs: the last one written above it (bash keeps
+    the last definition it has run), or None."""
+    found = [node for node in command_index(shell)[2].get(name, ()) if node.start_point[0] + 1 <= line]
+    return found[-1] if found else None
+
+
+def command_at(shell, start_byte: int):
+    """The command that starts at `start_byte`, or None (command_index: a bisect)."""
+    starts, ordered, _ = command_index(shell)
+    at = bisect.bisect_left(starts, start_byte)
+    return ordered[at] if at < len(starts) and starts[at] == start_byte else None
 
 
 # Signal numbers as Linux numbers them (signal(7), x86 and arm64): `kill -15`, `trap h 10`, `--signal=B:10`

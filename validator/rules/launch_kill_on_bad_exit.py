@@ -64,10 +64,10 @@ lost task), not an omission: not reported.
 import bisect
 import re
 
-from validator.rules.base import (ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVERS, MPI_LAUNCHERS, SETUP,
-                                  WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch, command_string,
-                                  ending_kill, endless_loop, exclusive_nodes, exported_function_commands, in_function,
-                                  interactive_server, one_host, payload_text, program_base_name,
+from validator.rules.base import (CONTAINER_RUNTIMES, ENDING_SIGNALS, GOOD_BATCH, INTERACTIVE_SERVERS,
+                                  MPI_LAUNCHERS, SETUP, WORK_PROGRAMS, all_memory, as_int, backgrounded, bad_batch,
+                                  command_string, ending_kill, endless_loop, exclusive_nodes,
+                                  exported_function_commands, in_function, interactive_server, one_host, payload_text, program_base_name,
                                   requested_gpus_per_node, set_names, shell_payload, signal_name, srun_option,
                                   statement_of)
 from validator.rules import torchrun
@@ -380,7 +380,7 @@ _FARM_SUBCOMMANDS = {"hq": (("worker",),), "dask": (("worker",), ("cuda", "worke
 # --server-dir, --colors, --output-mode; --debug is a flag): `hq --server-dir "$DIR" worker start`
 _FARM_GLOBAL_VALUES = {"hq": {"--server-dir", "--colors", "--output-mode"}}
 # Container runtimes: per node when they import or pull, coupled when they run a coupled program.
-_RUNTIMES = {"enroot", "docker", "podman", "podman-hpc", "apptainer", "singularity", "shifter"}
+_RUNTIMES = CONTAINER_RUNTIMES
 _RUNTIME_PER_NODE = {"import", "create", "remove", "pull", "build", "load", "list", "images", "rm", "rmi", "version",
                      "inspect", "image", "cache"}
 def _program_name(shell, program) -> str:
@@ -921,8 +921,8 @@ def _opaque_script(shell, command) -> bool:
 # with runpy and, on an unhandled exception or a non-zero sys.exit, sets the abort status that makes mpi4py call
 # MPI_Abort on COMM_WORLD at exit (src/mpi4py/run.py, set_abort_status, at mpi4py/mpi4py 0cb67ed; "In case of an
 # unhandled exception, abort execution of the MPI program by calling MPI.COMM_WORLD.Abort()"): every rank ends with
-# the first that fails (round 565's mpi-sppy jobs). A rank killed by a signal aborts nothing: -K would still help there,
-# but the program's own abort is what the message asks for.
+# the first that fails (round 565's mpi-sppy jobs). A rank killed by a signal (the OOM killer, a segfault) aborts
+# nothing, and -K would still end the step there: the default profile only.
 _MPI4PY_RUN = re.compile(r"(?:^|[\s/])python[\d.]*\s+(?:-[A-Za-z]+\s+)*-m\s+mpi4py(?:\.run)?(?:\s|$)")
 
 
@@ -1315,7 +1315,7 @@ def check(target):
         if component is not None and _one_task(shell, component, own, target.strict) \
                 or _templated_program(command) or _templated_count(shell, target.script.parsed, own) \
                 or _cut_by_comment(shell, command, lines) or _runtime_without_image(shell, command) \
-                or _independent(shell, command) or _aborts_every_rank(command) \
+                or _independent(shell, command) or (not target.strict and _aborts_every_rank(command)) \
                 or (not target.strict and _never_waited(shell, command)) \
                 or (not target.strict and not hinted and _opaque_script(shell, command)) \
                 or not target.strict and not hinted and (_shares_by_task(shell, target.script.parsed, command, own,

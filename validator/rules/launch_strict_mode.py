@@ -54,9 +54,10 @@ exit 1; fi`, `grep -q 'E R R O R' ocean.output && exit 1`).
 import ast
 import re
 
-from validator.rules.base import (GOOD_BATCH, LOOPS, WORK_PROGRAMS, bad_batch, checks_results_after, endless_loop,
-                                  function_definitions, heredoc_code, is_batch_script, program_base_name, set_effect,
-                                  sourced, top_level_statement, traps_err)
+from validator.rules.base import (CONTAINER_RUNTIMES, GOOD_BATCH, LOOPS, WORK_PROGRAMS, bad_batch,
+                                  checks_results_after, command_at, endless_loop, function_in_effect, heredoc_code,
+                                  is_batch_script, program_base_name, set_effect, sourced, top_level_statement,
+                                  traps_err)
 from validator.rules.launch_kill_on_bad_exit import (helper_step, interactive_session, python_code, runs_service,
                                                      session_tool)
 ID = "launch-strict-mode"
@@ -507,36 +508,23 @@ def _last_work(shell):
 def _ends_in_work(shell, command) -> bool:
     """A call of a function the script defines whose body ends with work run in the batch shell (`run_ntms() { cd
     "$PROJECT"; python main.py ...; }`, then `run_ntms prod_lda` and `conda deactivate`: round 566's cemtom job):
-    a function's status is that of its last command (bash(1), FUNCTIONS), so the call is that work."""
-    body = _function_bodies(shell).get(command.name)
-    if body is None:
+    a function's status is that of its last command (bash(1), FUNCTIONS), so the call is that work. Only a simple
+    command ends the body here: a pipeline's status is its last command's, and pipefail's advice is the top level's."""
+    definition = function_in_effect(shell, command.name, command.line)
+    body = definition.child_by_field_name("body") if definition is not None else None
+    if body is None or body.type != "compound_statement":
         return False
     statements = [n for n in body.named_children if n.type != "comment"]
     last = statements[-1] if statements else None
-    if last is None or last.type not in ("command", "redirected_statement", "pipeline"):
+    if last is None or last.type not in ("command", "redirected_statement"):
         return False
-    inner = next((c for c in shell.commands if c.node is not None and c.node.start_byte == last.start_byte), None)
+    inner = command_at(shell, last.start_byte)
     if inner is None or _program(inner) not in _WORK or _probe(inner) or _backgrounded(inner.node):
         return False
     # a container runtime's own housekeeping (`singularity instance stop mysqldb`: round 539's clean-up function) runs
     # no program: only exec and run do
     words = [a.value for a in inner.args if a.value and not a.value.startswith("-")]
-    return _program(inner) not in _RUNTIMES or bool(words) and words[0] in ("exec", "run")
-
-
-_RUNTIMES = {"singularity", "apptainer", "docker", "podman", "charliecloud", "ch-run", "enroot", "shifter"}
-
-
-def _function_bodies(shell) -> dict:
-    """name -> the body (compound statement) of the last definition of each function, read once per script."""
-    def build():
-        bodies = {}
-        for name, node in function_definitions(shell):
-            body = node.child_by_field_name("body")
-            if body is not None and body.type == "compound_statement":
-                bodies[name] = body
-        return bodies
-    return shell.once("function bodies", build)
+    return _program(inner) not in CONTAINER_RUNTIMES or bool(words) and words[0] in ("exec", "run")
 
 
 def _forced_success(shell):

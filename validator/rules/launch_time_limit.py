@@ -257,8 +257,11 @@ def _patterns(text: str):
                 if not word.startswith("-"):
                     job = word
                     break
-                timed = timed or word in ("-t", "--time") or word.startswith("--time=") or \
-                    re.fullmatch(r"-t\d\S*", word) is not None
+                limit = words[i + 1] if word in ("-t", "--time") and i + 1 < len(words) else \
+                    word.split("=", 1)[1] if word.startswith("--time=") else \
+                    word[2:] if re.fullmatch(r"-t\d\S*", word) else None
+                # `--time=UNLIMITED`, `-t 0`: no limit (sbatch.no_time_limit), as in the job's own directives
+                timed = timed or limit is not None and not no_time_limit(limit.strip("\"'"))
                 i += 2 if word in _value_options() else 1
             if timed and job is not None:
                 pattern = _FIELD.sub("*", job)

@@ -7,6 +7,8 @@ policy for our presets (strict profile), not a defect in somebody else's script.
 An unquoted `~/img.sqsh` that starts its own word is $HOME's absolute path by the time srun reads it (bash's tilde
 expansion): not reported; glued after '=' or quoted, the `~` reaches pyxis and is.
 """
+import re
+
 from validator.rules.base import image_uses
 ID = "pyxis-image"
 SEVERITY = "error"
@@ -55,11 +57,15 @@ def check(target):
             yield (target.script.display, option.line, option.col, message)
 
 
+# bash's tilde-prefix: `~` and the unquoted characters up to the first unquoted slash (or the word's end)
+_TILDE_PREFIX = re.compile(r"~[\w.-]*(?:/|$)")
+
+
 def _tilde_expanded(word, lines) -> bool:
     """`--container-image ~/pytorch.sqsh`: bash expands an unquoted `~` that starts a word (bash(1), Tilde Expansion),
     so pyxis gets $HOME's absolute path (round 564's Generative-NLI job). Not glued after '=' (`--container-image=~/x`:
     no assignment, bash leaves the `~`; bash 5.2 here) and not quoted: there pyxis gets '~/...' and asks Docker Hub."""
-    if not word.raw.startswith("~"):
-        return False
+    if not _TILDE_PREFIX.match(word.raw):
+        return False  # `~"/img.sqsh"`: a quoted character in the tilde-prefix, bash expands nothing (bash 5.2 here)
     text = lines[word.line - 1] if 0 < word.line <= len(lines) else ""
     return not (1 < word.col <= len(text) + 1 and text[word.col - 2] == "=")

@@ -9,7 +9,9 @@ In a script nobody here wrote (the default profile), an #SBATCH line is reported
 script's set-up comes before it (set -ex, module load, mkdir -p logs, eval "$(conda shell.bash hook)",
 sourcing ~/.bashrc in an `if`: the header the author meant, cut by one early command; rounds one and
 nine, judged true), or where one stray line of any kind sits between #SBATCH lines (round 564's `job.out` between
-`#SBATCH -o` and `#SBATCH -e`: the header cut in two). After the job's work (a loop, a program run) the #SBATCH lines are a list kept for reference or a job quoted in notes, not this
+`#SBATCH -o` and `#SBATCH -e`: the header cut in two; not an srun or a program's run between two headers, two jobs in
+one file). After the job's work (a loop, a program run) the #SBATCH lines are a list kept for reference or a job
+quoted in notes, not this
 job's settings (round thirty-eight: an options glossary below the training loop; round seventeen: a
 debugging notes file; every round: 7 true of 136 judged). Nor, there, in a submitter: a file that runs
 sbatch itself and has no directive sbatch would read (round one hundred and nineteen: a Quantum
@@ -33,7 +35,8 @@ import io
 import re
 import tokenize
 
-from validator.rules.base import as_int, first_work_line, invisible, is_submitter, looks_blank, one_host
+from validator.rules.base import (WORK_PROGRAMS, as_int, first_work_line, invisible, is_submitter, looks_blank,
+                                  one_host, program_base_name)
 from validator.sbatch import SAME_SETTING, SPANK_OPTIONS, known_options, one_edit, parse_script
 ID = "sbatch-directive-after-command"
 SEVERITY = "error"
@@ -83,12 +86,19 @@ def _header_cut_by(lines: list[str], work: int) -> set[int]:
     stray = lines[work - 1] if 0 < work <= len(lines) else ""
     if not above.startswith("#SBATCH") or not below.startswith("#SBATCH") or _TEMPLATE_MARKUP.search(stray):
         return set()  # `__queue{{#SBATCH -p @@queue@@}}{{}}__`: a template's optional line, rendered before sbatch
+    if program_base_name((stray.split() or [""])[0]) in _STEP_PROGRAMS:
+        return set()  # `srun ./a.out` between two headers: two jobs kept in one file, the second one a record
     block = set()
-    for number in range(work + 1, len(lines) + 1):
-        if not lines[number - 1].lstrip().startswith("#"):
+    for number in range(work + 1, len(lines) + 1):  # comments and blank lines: the header goes on past a blank line
+        text = lines[number - 1].strip()
+        if text and not text.startswith("#"):
             break
         block.add(number)
     return block
+
+
+# What runs a job's work: a line of it between #SBATCH lines is a job, not a stray word
+_STEP_PROGRAMS = WORK_PROGRAMS | {"srun", "sbatch", "salloc"}
 
 
 def _no_sbatch_option(text: str) -> bool:

@@ -38,7 +38,7 @@ def _site_option(option) -> bool:
         return False  # an unknown short option is a typo: plugins register long options (spank.8)
     name = option.written[2:].split("=", 1)[0]
     head = name.split(":", 1)[0]
-    if head != name and head in option_table()["options"]:
+    if head != name and (head in option_table()["options"] or head in REMOVED_OPTIONS):
         return False  # `--gres:gpu`: Slurm's option with ':' for '=' (getopt_long takes the whole word as its name)
     return site_name(name)
 
